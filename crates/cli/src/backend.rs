@@ -1,0 +1,41 @@
+//! `--device cpu | wgpu[:N] | cuda[:N]`: picks one of the compiled-in Burn backends at run time and runs a
+//! backend-generic job on it.
+
+use burn::prelude::Backend;
+
+/// A job that runs on any backend.
+pub trait Job {
+    type Output;
+    fn run<B: Backend>(self, device: B::Device) -> Self::Output;
+}
+
+/// Runs `job` on the backend named by `device`.
+pub fn dispatch<J: Job<Output = Result<(), String>>>(device: &str, job: J) -> Result<(), String> {
+    let (kind, index) = match device.split_once(':') {
+        Some((k, i)) => (k, Some(i.parse::<usize>().map_err(|_| format!("--device {device}: bad device index '{i}'"))?)),
+        None => (device, None),
+    };
+    match kind {
+        "cpu" => {
+            if index.is_some() {
+                return Err("--device cpu takes no index".into());
+            }
+            job.run::<burn::backend::Flex>(burn::backend::flex::FlexDevice)
+        }
+        #[cfg(feature = "wgpu")]
+        "wgpu" => {
+            let dev = match index {
+                None => burn::backend::wgpu::WgpuDevice::DefaultDevice,
+                Some(i) => burn::backend::wgpu::WgpuDevice::DiscreteGpu(i),
+            };
+            job.run::<burn::backend::Wgpu>(dev)
+        }
+        #[cfg(feature = "cuda")]
+        "cuda" => job.run::<burn::backend::Cuda>(burn::backend::cuda::CudaDevice::new(index.unwrap_or(0))),
+        #[allow(unreachable_patterns)]
+        "wgpu" | "cuda" => Err(format!(
+            "--device {kind}: this yolo26 was built without the '{kind}' feature (rebuild with --features {kind})"
+        )),
+        other => Err(format!("--device {other}: expected cpu, wgpu[:N] or cuda[:N]")),
+    }
+}

@@ -1,0 +1,58 @@
+//! `yolo26`: YOLO26 inference and tooling on CPU (Flex), wgpu or CUDA.
+
+mod backend;
+mod info;
+mod predict;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "yolo26", version, about = "YOLO26 object detection on Burn (CPU, wgpu, CUDA)")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Detect objects in an image or a directory of images.
+    Predict(predict::PredictArgs),
+    /// Print the layer table, parameter count and GFLOPs of a model scale.
+    Info(info::InfoArgs),
+    /// Convert a weight file (ultralytics .pt or safetensors) to safetensors with ultralytics names.
+    Convert {
+        /// Input weights (.pt or .safetensors).
+        #[arg(long)]
+        weights: PathBuf,
+        /// Output .safetensors file.
+        #[arg(long)]
+        out: PathBuf,
+        /// Store floats as f16 instead of f32.
+        #[arg(long)]
+        half: bool,
+    },
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.cmd {
+        Cmd::Predict(a) => predict::run(a),
+        Cmd::Info(a) => info::run(a),
+        Cmd::Convert { weights, out, half } => convert(&weights, &out, half),
+    };
+    if let Err(e) = result {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn convert(weights: &std::path::Path, out: &std::path::Path, half: bool) -> Result<(), String> {
+    use yolo26_model::weights::{read_weights, write_safetensors, FileDType};
+    let map = read_weights(weights).map_err(|e| e.to_string())?;
+    let dtype = if half { FileDType::F16 } else { FileDType::F32 };
+    write_safetensors(&map, out, dtype).map_err(|e| e.to_string())?;
+    println!("wrote {} tensors to {}", map.tensors.len(), out.display());
+    Ok(())
+}

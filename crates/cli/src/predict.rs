@@ -1,0 +1,159 @@
+//! `yolo26 predict`: detections as `DIR/predictions.json` plus one annotated image per input.
+
+use std::path::{Path, PathBuf};
+
+use burn::prelude::Backend;
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+use yolo26_model::names::read_names;
+use yolo26_model::{DecodeMode, Detection, Detector, DetectorOptions, Scale};
+
+use crate::backend::{dispatch, Job};
+
+#[derive(Args, Debug, Clone)]
+pub struct PredictArgs {
+    /// Model scale: n, s, m, l or x.
+    #[arg(long, default_value = "n")]
+    pub model: Scale,
+    /// Weights: ultralytics .pt checkpoint or safetensors state_dict. Default: the bundled random-calibrated
+    /// (NOT trained) yolo26n checkpoint.
+    #[arg(long, default_value = "assets/yolo26n-calib.pt")]
+    pub weights: PathBuf,
+    /// Number of classes (default: read from the weights).
+    #[arg(long)]
+    pub nc: Option<usize>,
+    /// Class names: JSON list/object or one name per line (default: from the checkpoint, else COCO).
+    #[arg(long)]
+    pub names: Option<PathBuf>,
+    /// Image file or directory of images.
+    #[arg(long, default_value = "assets/bus.png")]
+    pub source: PathBuf,
+    #[arg(long, default_value_t = 640)]
+    pub imgsz: usize,
+    #[arg(long, default_value_t = 0.25)]
+    pub conf: f32,
+    #[arg(long, default_value_t = 0.7)]
+    pub iou: f32,
+    #[arg(long = "max-det", default_value_t = 300)]
+    pub max_det: usize,
+    /// One-to-one head, top-k, no NMS (the default).
+    #[arg(long, conflicts_with = "nms")]
+    pub end2end: bool,
+    /// One-to-many head with class-aware NMS.
+    #[arg(long)]
+    pub nms: bool,
+    /// cpu, wgpu[:N] or cuda[:N] (those compiled in).
+    #[arg(long, default_value = "cpu")]
+    pub device: String,
+    /// Run in f16.
+    #[arg(long)]
+    pub half: bool,
+    /// Output directory.
+    #[arg(long, default_value = "runs/predict")]
+    pub out: PathBuf,
+}
+
+#[derive(Serialize)]
+struct ImageResult {
+    image: String,
+    width: u32,
+    height: u32,
+    detections: Vec<JsonDet>,
+}
+
+#[derive(Serialize)]
+struct JsonDet {
+    xyxy: [f32; 4],
+    score: f32,
+    class_id: usize,
+    class: String,
+}
+
+const IMAGE_EXTS: [&str; 8] = ["jpg", "jpeg", "png", "bmp", "webp", "tif", "tiff", "gif"];
+
+fn list_sources(src: &Path) -> Result<Vec<PathBuf>, String> {
+    if src.is_dir() {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(src)
+            .map_err(|e| format!("{}: {e}", src.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.extension().and_then(|e| e.to_str()).is_some_and(|e| IMAGE_EXTS.contains(&e.to_ascii_lowercase().as_str()))
+            })
+            .collect();
+        v.sort();
+        if v.is_empty() {
+            return Err(format!("{}: no images ({}) in this directory", src.display(), IMAGE_EXTS.join(", ")));
+        }
+        Ok(v)
+    } else if src.is_file() {
+        Ok(vec![src.to_path_buf()])
+    } else {
+        Err(format!("--source {}: no such file or directory", src.display()))
+    }
+}
+
+impl Job for PredictArgs {
+    type Output = Result<(), String>;
+    fn run<B: Backend>(self, device: B::Device) -> Result<(), String> {
+        let sources = list_sources(&self.source)?;
+        let names = self.names.as_deref().map(read_names).transpose()?;
+        let opts = DetectorOptions {
+            imgsz: self.imgsz,
+            conf: self.conf,
+            iou: self.iou,
+            max_det: self.max_det,
+            mode: if self.nms { DecodeMode::Nms } else { DecodeMode::EndToEnd },
+            half: self.half,
+            nc: self.nc,
+        };
+        let det = Detector::<B>::new(self.model, &self.weights, names, opts, &device).map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(&self.out).map_err(|e| format!("{}: {e}", self.out.display()))?;
+        let bar = if sources.len() > 1 {
+            let b = ProgressBar::new(sources.len() as u64);
+            b.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {msg} [{elapsed} < {eta}]").expect("template"));
+            b
+        } else {
+            ProgressBar::hidden()
+        };
+        let mut results = Vec::new();
+        for path in &sources {
+            bar.set_message(path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default());
+            let img = image::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let dets = det.detect_batch(std::slice::from_ref(&img)).remove(0);
+            let mut rgb = img.to_rgb8();
+            annotate(&mut rgb, &dets);
+            let out_img = self.out.join(path.file_name().expect("file name"));
+            rgb.save(&out_img).map_err(|e| format!("{}: {e}", out_img.display()))?;
+            results.push(ImageResult {
+                image: path.display().to_string(),
+                width: img.width(),
+                height: img.height(),
+                detections: dets
+                    .into_iter()
+                    .map(|d| JsonDet { xyxy: d.xyxy, score: d.score, class_id: d.class_id, class: d.class_name })
+                    .collect(),
+            });
+            bar.inc(1);
+        }
+        bar.finish_and_clear();
+        let json_path = self.out.join("predictions.json");
+        let json = serde_json::to_string_pretty(&results).expect("serialisable");
+        std::fs::write(&json_path, json).map_err(|e| format!("{}: {e}", json_path.display()))?;
+        for r in &results {
+            println!("{}: {} detections", r.image, r.detections.len());
+        }
+        println!("results in {}", self.out.display());
+        Ok(())
+    }
+}
+
+fn annotate(img: &mut image::RgbImage, dets: &[Detection]) {
+    let v: Vec<_> = dets.iter().map(|d| (d.xyxy, d.score, d.class_id, d.class_name.as_str())).collect();
+    yolo26_model::annotate::draw_detections(img, &v);
+}
+
+pub fn run(args: PredictArgs) -> Result<(), String> {
+    let device = args.device.clone();
+    dispatch(&device, args)
+}

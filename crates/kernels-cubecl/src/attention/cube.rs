@@ -1,0 +1,133 @@
+//! [`FlashAttentionBackend`] for [`CubeBackend`]: allocates the outputs and launches the FA2 kernels.
+//! One generic impl serves every CubeCL runtime (wgpu, CUDA, ...).
+use burn::tensor::{DType, Shape};
+use burn_cubecl::{
+    BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement, kernel::into_contiguous,
+    ops::numeric::empty_device_contiguous_dtype, tensor::CubeTensor,
+};
+
+use super::backend::{FlashAttentionBackend, reference_backward, reference_forward};
+use super::kernels::{
+    MAX_HEAD_DIM, backward_delta::launch_delta, backward_dkdv::launch_dkdv, backward_dq::launch_dq,
+    forward::launch_forward,
+};
+
+impl<R, F, I, BT> FlashAttentionBackend for CubeBackend<R, F, I, BT>
+where
+    R: CubeRuntime,
+    F: FloatElement,
+    I: IntElement,
+    BT: BoolElement,
+{
+    fn flash_attention_forward(
+        q: CubeTensor<R>,
+        k: CubeTensor<R>,
+        v: CubeTensor<R>,
+        scale: f32,
+    ) -> (CubeTensor<R>, CubeTensor<R>) {
+        if !kernel_supports(&q, &k, &v) {
+            return reference_forward::<Self>(q, k, v, scale);
+        }
+        forward(q, k, v, scale)
+    }
+
+    fn flash_attention_backward(
+        q: CubeTensor<R>,
+        k: CubeTensor<R>,
+        v: CubeTensor<R>,
+        o: CubeTensor<R>,
+        lse: CubeTensor<R>,
+        d_o: CubeTensor<R>,
+        scale: f32,
+    ) -> (CubeTensor<R>, CubeTensor<R>, CubeTensor<R>) {
+        if !kernel_supports(&q, &k, &v) {
+            return reference_backward::<Self>(q, k, v, o, lse, d_o, scale);
+        }
+        backward(q, k, v, o, lse, d_o, scale)
+    }
+}
+
+/// Checks the shapes (panics on a mismatch, like a Burn op) and says whether the kernels handle them.
+fn kernel_supports<R: CubeRuntime>(q: &CubeTensor<R>, k: &CubeTensor<R>, v: &CubeTensor<R>) -> bool {
+    let (qs, ks, vs) = (q.meta.shape(), k.meta.shape(), v.meta.shape());
+    check_shapes(&qs.dims::<3>(), &ks.dims::<3>(), &vs.dims::<3>());
+    assert!(
+        q.dtype == k.dtype && q.dtype == v.dtype,
+        "flash attention: q, k, v dtypes differ ({:?}, {:?}, {:?})",
+        q.dtype,
+        k.dtype,
+        v.dtype
+    );
+    let [_, _, dk] = qs.dims::<3>();
+    let [_, _, dv] = vs.dims::<3>();
+    dk <= MAX_HEAD_DIM && dv <= MAX_HEAD_DIM && dk > 0 && dv > 0
+}
+
+/// Shape rules of the op: `q: [BH, Nq, Dk]`, `k: [BH, Nk, Dk]`, `v: [BH, Nk, Dv]`, `Nk ≥ 1`.
+pub(crate) fn check_shapes(q: &[usize; 3], k: &[usize; 3], v: &[usize; 3]) {
+    assert!(
+        q[0] == k[0] && q[0] == v[0] && q[2] == k[2] && k[1] == v[1] && k[1] > 0,
+        "flash attention: expected q [BH, Nq, Dk], k [BH, Nk, Dk], v [BH, Nk, Dv] with Nk > 0, got {q:?}, {k:?}, {v:?}"
+    );
+}
+
+fn empty<R: CubeRuntime>(like: &CubeTensor<R>, shape: Shape, dtype: DType) -> CubeTensor<R> {
+    empty_device_contiguous_dtype(like.client.clone(), like.device.clone(), shape, dtype)
+}
+
+/// Kernel forward: contiguous inputs, fresh outputs `o` (dtype of `q`) and `lse` (F32).
+pub fn forward<R: CubeRuntime>(
+    q: CubeTensor<R>,
+    k: CubeTensor<R>,
+    v: CubeTensor<R>,
+    scale: f32,
+) -> (CubeTensor<R>, CubeTensor<R>) {
+    let (q, k, v) = (into_contiguous(q), into_contiguous(k), into_contiguous(v));
+    let [bh, nq, _] = q.meta.shape().dims::<3>();
+    let [_, _, dv] = v.meta.shape().dims::<3>();
+    let o = empty(&q, Shape::new([bh, nq, dv]), q.dtype);
+    let lse = empty(&q, Shape::new([bh, nq]), DType::F32);
+    launch_forward(&q, &k, &v, &o, &lse, scale);
+    (o, lse)
+}
+
+/// Kernel backward: `Δ = rowsum(dO ∘ O)`, then the dK/dV and dQ kernels.
+pub fn backward<R: CubeRuntime>(
+    q: CubeTensor<R>,
+    k: CubeTensor<R>,
+    v: CubeTensor<R>,
+    o: CubeTensor<R>,
+    lse: CubeTensor<R>,
+    d_o: CubeTensor<R>,
+    scale: f32,
+) -> (CubeTensor<R>, CubeTensor<R>, CubeTensor<R>) {
+    let (q, k, v) = (into_contiguous(q), into_contiguous(k), into_contiguous(v));
+    let (o, d_o) = (into_contiguous(o), into_contiguous(d_o));
+    let lse = into_contiguous(lse);
+    assert_eq!(lse.dtype, DType::F32, "flash attention: lse must be F32");
+    let d_o = if d_o.dtype == q.dtype {
+        d_o
+    } else {
+        burn_cubecl::kernel::cast(d_o, q.dtype)
+    };
+    let [bh, nq, _] = q.meta.shape().dims::<3>();
+
+    let delta = empty(&q, Shape::new([bh, nq]), DType::F32);
+    launch_delta(&o, &d_o, &delta);
+
+    let dq = empty(&q, q.meta.shape().clone(), q.dtype);
+    let dk = empty(&q, k.meta.shape().clone(), q.dtype);
+    let dv = empty(&q, v.meta.shape().clone(), q.dtype);
+    launch_dkdv(&q, &k, &v, &d_o, &lse, &delta, &dk, &dv, scale);
+    launch_dq(&q, &k, &v, &d_o, &lse, &delta, &dq, scale);
+    (dq, dk, dv)
+}
+
+/// Launch-level entry points with caller-provided outputs (the tests fill them with NaN first so that an
+/// element the kernels forget to write fails the comparison).
+pub mod raw {
+    pub use super::super::kernels::{
+        backward_delta::launch_delta, backward_dkdv::launch_dkdv, backward_dq::launch_dq,
+        forward::launch_forward,
+    };
+}

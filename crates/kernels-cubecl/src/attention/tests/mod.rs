@@ -1,0 +1,249 @@
+//! Tests of the Flash Attention op against a float64 host reference.
+//!
+//! - `reference`: the trait's default implementation (`Flex`, `Autodiff<Flex>`).
+//! - `cube` (generic over the CubeCL runtime): kernel launches with NaN-poisoned outputs, and gradients
+//!   through `Autodiff<Fusion<CubeBackend>>` / `Autodiff<CubeBackend>`; instantiated by `wgpu` (lavapipe in
+//!   CI, small shapes) and `cuda` (test names contain `cuda`; CI skips them).
+
+mod cube;
+mod reference;
+#[cfg(feature = "cuda")]
+mod cuda;
+#[cfg(feature = "wgpu")]
+mod wgpu;
+
+use burn::tensor::{DType, Tensor, TensorData, backend::Backend};
+
+/// Problem size: `bh` heads of `q [nq, dk]`, `k [nk, dk]`, `v [nk, dv]`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Case {
+    pub bh: usize,
+    pub nq: usize,
+    pub nk: usize,
+    pub dk: usize,
+    pub dv: usize,
+}
+
+impl Case {
+    pub const fn new(bh: usize, nq: usize, nk: usize, dk: usize, dv: usize) -> Self {
+        Self { bh, nq, nk, dk, dv }
+    }
+    pub fn scale(&self) -> f32 {
+        1.0 / (self.dk as f32).sqrt()
+    }
+}
+
+/// xorshift64* — deterministic inputs without a `rand` dependency.
+pub(crate) struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Self(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    /// Uniform in `[-amp, amp)`.
+    pub fn uniform(&mut self, n: usize, amp: f32) -> Vec<f32> {
+        (0..n)
+            .map(|_| ((self.next_u64() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * amp)
+            .collect()
+    }
+}
+
+/// Host inputs of one case (values already rounded to the storage dtype, so the f64 reference sees
+/// exactly what the kernel sees).
+pub(crate) struct Inputs {
+    pub q: Vec<f32>,
+    pub k: Vec<f32>,
+    pub v: Vec<f32>,
+    /// Upstream gradient `dO` (`[bh, nq, dv]`).
+    pub d_o: Vec<f32>,
+}
+
+impl Inputs {
+    pub fn random(c: &Case, seed: u64, dtype: DType) -> Self {
+        let mut rng = Rng::new(seed);
+        // Amplitude 2 gives peaked softmax rows (exercises the running max) without overflow.
+        let mut gen = |n: usize, amp: f32| round_to(rng.uniform(n, amp), dtype);
+        Self {
+            q: gen(c.bh * c.nq * c.dk, 2.0),
+            k: gen(c.bh * c.nk * c.dk, 2.0),
+            v: gen(c.bh * c.nk * c.dv, 1.0),
+            d_o: gen(c.bh * c.nq * c.dv, 1.0),
+        }
+    }
+}
+
+pub(crate) fn round_to(x: Vec<f32>, dtype: DType) -> Vec<f32> {
+    match dtype {
+        DType::F16 => x.into_iter().map(|v| half::f16::from_f32(v).to_f32()).collect(),
+        DType::BF16 => x.into_iter().map(|v| half::bf16::from_f32(v).to_f32()).collect(),
+        _ => x,
+    }
+}
+
+/// Float64 reference outputs: `o [bh, nq, dv]`, `lse [bh, nq]`, `dq`, `dk`, `dv`.
+pub(crate) struct Expected {
+    pub o: Vec<f64>,
+    pub lse: Vec<f64>,
+    pub dq: Vec<f64>,
+    pub dk: Vec<f64>,
+    pub dv: Vec<f64>,
+}
+
+/// Straightforward f64 attention forward + backward on the host (materialises `P`).
+pub(crate) fn reference_f64(c: &Case, x: &Inputs, scale: f32) -> Expected {
+    let Case { bh, nq, nk, dk, dv } = *c;
+    let scale = scale as f64;
+    let f = |v: &[f32]| v.iter().map(|&a| a as f64).collect::<Vec<f64>>();
+    let (q, k, v, g) = (f(&x.q), f(&x.k), f(&x.v), f(&x.d_o));
+    let mut o = vec![0.0; bh * nq * dv];
+    let mut lse = vec![0.0; bh * nq];
+    let mut dq = vec![0.0; bh * nq * dk];
+    let mut dkk = vec![0.0; bh * nk * dk];
+    let mut dvv = vec![0.0; bh * nk * dv];
+    let mut p = vec![0.0; nk];
+    for h in 0..bh {
+        for i in 0..nq {
+            let qi = &q[(h * nq + i) * dk..][..dk];
+            let mut m = f64::NEG_INFINITY;
+            for j in 0..nk {
+                let kj = &k[(h * nk + j) * dk..][..dk];
+                p[j] = scale * qi.iter().zip(kj).map(|(a, b)| a * b).sum::<f64>();
+                m = m.max(p[j]);
+            }
+            let mut l = 0.0;
+            for pj in p.iter_mut() {
+                *pj = (*pj - m).exp();
+                l += *pj;
+            }
+            lse[h * nq + i] = m + l.ln();
+            for pj in p.iter_mut() {
+                *pj /= l;
+            }
+            let oi = &mut o[(h * nq + i) * dv..][..dv];
+            for j in 0..nk {
+                let vj = &v[(h * nk + j) * dv..][..dv];
+                for d in 0..dv {
+                    oi[d] += p[j] * vj[d];
+                }
+            }
+            // Backward for row i.
+            let gi = &g[(h * nq + i) * dv..][..dv];
+            let delta: f64 = gi.iter().zip(oi.iter()).map(|(a, b)| a * b).sum();
+            for j in 0..nk {
+                let vj = &v[(h * nk + j) * dv..][..dv];
+                let dp: f64 = gi.iter().zip(vj).map(|(a, b)| a * b).sum();
+                let ds = p[j] * (dp - delta);
+                for d in 0..dv {
+                    dvv[(h * nk + j) * dv + d] += p[j] * gi[d];
+                }
+                for d in 0..dk {
+                    dq[(h * nq + i) * dk + d] += scale * ds * k[(h * nk + j) * dk + d];
+                    dkk[(h * nk + j) * dk + d] += scale * ds * qi[d];
+                }
+            }
+        }
+    }
+    Expected { o, lse, dq, dk: dkk, dv: dvv }
+}
+
+/// Relative tolerance by storage dtype (error normalised by the reference's largest magnitude).
+pub(crate) fn tolerance(dtype: DType) -> f64 {
+    match dtype {
+        DType::F16 => 1e-2,
+        DType::BF16 => 5e-2,
+        _ => 1e-4,
+    }
+}
+
+/// `max |got − want| / max(max |want|, 1e-2)` (the floor keeps exactly-zero gradients, e.g. `Nk = 1`
+/// where `dQ = dK = 0`, from dividing round-off by round-off); panics on a length mismatch or any non-finite value (NaN poison left
+/// in an unwritten element fails here).
+pub(crate) fn rel_err(name: &str, got: &[f32], want: &[f64]) -> f64 {
+    assert_eq!(got.len(), want.len(), "{name}: length");
+    if let Some(i) = got.iter().position(|v| !v.is_finite()) {
+        panic!("{name}: non-finite value {} at flat index {i} (unwritten or overflow)", got[i]);
+    }
+    let scale = want.iter().fold(0.0f64, |a, &b| a.max(b.abs())).max(1e-2);
+    let err = got
+        .iter()
+        .zip(want)
+        .fold(0.0f64, |a, (&g, &w)| a.max((g as f64 - w).abs()));
+    err / scale
+}
+
+pub(crate) fn assert_close(what: &str, got: &[f32], want: &[f64], tol: f64) {
+    let e = rel_err(what, got, want);
+    eprintln!("  {what}: rel err {e:.3e} (tol {tol:.0e})");
+    assert!(e <= tol, "{what}: relative error {e:.3e} > {tol:.0e}");
+}
+
+pub(crate) fn to_vec<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
+    t.into_data().convert::<f32>().to_vec::<f32>().unwrap()
+}
+
+pub(crate) fn tensor<B: Backend, const D: usize>(
+    data: &[f32],
+    shape: [usize; D],
+    dtype: DType,
+    device: &B::Device,
+) -> Tensor<B, D> {
+    let t = Tensor::<B, D>::from_data(TensorData::new(data.to_vec(), shape), device);
+    if t.dtype() == dtype { t } else { t.cast(dtype) }
+}
+
+/// Shapes for the fast (CPU) backends: tails, `Nq ≠ Nk`, every tested head dim, `Dk ≠ Dv`, `BH > 1`.
+pub(crate) const SMALL_CASES: [Case; 6] = [
+    Case::new(2, 37, 53, 16, 16),
+    Case::new(3, 70, 45, 32, 32),
+    Case::new(1, 65, 129, 64, 64),
+    Case::new(2, 17, 100, 128, 128),
+    Case::new(2, 33, 41, 32, 64),
+    Case::new(1, 1, 1, 16, 16),
+];
+
+/// Gradients through the public API on an autodiff backend: `loss = Σ flash_attention(q, k, v) ∘ dO`, so
+/// `∂loss/∂o = dO`; compares `o`, `dq`, `dk`, `dv` with the f64 reference.
+pub(crate) fn check_autodiff<B>(device: &B::Device, c: &Case, dtype: DType, seed: u64, scale: f32)
+where
+    B: burn::tensor::backend::AutodiffBackend + crate::attention::FlashAttentionBackend,
+{
+    let (b, h) = if c.bh % 2 == 0 { (2, c.bh / 2) } else { (1, c.bh) };
+    let x = Inputs::random(c, seed, dtype);
+    let want = reference_f64(c, &x, scale);
+    let q = tensor::<B, 4>(&x.q, [b, h, c.nq, c.dk], dtype, device).require_grad();
+    let k = tensor::<B, 4>(&x.k, [b, h, c.nk, c.dk], dtype, device).require_grad();
+    let v = tensor::<B, 4>(&x.v, [b, h, c.nk, c.dv], dtype, device).require_grad();
+    let w = tensor::<B, 4>(&x.d_o, [b, h, c.nq, c.dv], dtype, device);
+
+    let o = crate::attention::flash_attention(q.clone(), k.clone(), v.clone(), scale);
+    assert_eq!(o.dims(), [b, h, c.nq, c.dv]);
+    assert_eq!(o.dtype(), dtype);
+    let grads = (o.clone() * w).sum().backward();
+    let tol = tolerance(dtype);
+    eprintln!("{c:?} {dtype:?} scale {scale} on {}", B::name(device));
+    assert_close("o", &to_vec(o), &want.o, tol);
+    assert_close("dq", &to_vec(q.grad(&grads).expect("dq")), &want.dq, tol);
+    assert_close("dk", &to_vec(k.grad(&grads).expect("dk")), &want.dk, tol);
+    assert_close("dv", &to_vec(v.grad(&grads).expect("dv")), &want.dv, tol);
+}
+
+/// Forward only, through the public API on any backend.
+pub(crate) fn check_forward<B>(device: &B::Device, c: &Case, dtype: DType, seed: u64, scale: f32)
+where
+    B: crate::attention::FlashAttentionBackend,
+{
+    let x = Inputs::random(c, seed, dtype);
+    let want = reference_f64(c, &x, scale);
+    let q = tensor::<B, 4>(&x.q, [1, c.bh, c.nq, c.dk], dtype, device);
+    let k = tensor::<B, 4>(&x.k, [1, c.bh, c.nk, c.dk], dtype, device);
+    let v = tensor::<B, 4>(&x.v, [1, c.bh, c.nk, c.dv], dtype, device);
+    let o = crate::attention::flash_attention(q, k, v, scale);
+    eprintln!("{c:?} {dtype:?} forward on {}", B::name(device));
+    assert_close("o", &to_vec(o), &want.o, tolerance(dtype));
+}

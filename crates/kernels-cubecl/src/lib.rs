@@ -1,0 +1,7 @@
+//! CubeCL kernels as Burn custom ops.
+//!
+//! Each op is a backend extension trait implemented for `CubeBackend` (CubeCL kernels, any runtime),
+//! `Fusion<B>` (custom op in the fusion stream), `Autodiff<B, C>` (backward step) and, through the
+//! trait's default methods, any other backend (plain tensor ops: the reference). See the crate README.
+
+pub mod attention;

@@ -1,0 +1,1 @@
+//! YOLO26 training (filled by the training issues).

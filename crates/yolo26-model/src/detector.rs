@@ -1,0 +1,251 @@
+//! The [`Detector`]: weights + class names + options → detections in original-image pixels.
+//!
+//! ultralytics equivalent: `YOLO(weights).predict(source, imgsz, conf, iou, max_det, nms=False|None)` —
+//! letterbox, forward, end-to-end top-k (`nms=False`) or one-to-many + NMS (default in ultralytics), `scale_boxes`.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Mutex;
+
+use burn::module::{ModuleMapper, Param};
+use burn::prelude::*;
+use burn::tensor::{DType, TensorData};
+use image::DynamicImage;
+
+use crate::config::{Scale, Yolo26Config};
+use crate::fuse::FoldBn;
+use crate::load::{load_weights, LoadError};
+use crate::model::Yolo26;
+use crate::names::default_names;
+use crate::postprocess::{decode_end2end, decode_one2many, end2end_to_host, non_max_suppression, Anchors, NmsConfig, RawDetection};
+use crate::preprocess::{letterbox_batch, LetterboxInfo};
+use crate::weights::{read_weights, WeightMap, WeightsError};
+
+/// Which head and decode to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecodeMode {
+    /// One-to-one head, top-k, no NMS (ultralytics `nms=False`).
+    EndToEnd,
+    /// One-to-many head + class-aware NMS (ultralytics' default `nms=None`).
+    Nms,
+}
+
+#[derive(Debug, Clone)]
+pub struct DetectorOptions {
+    pub imgsz: usize,
+    pub conf: f32,
+    pub iou: f32,
+    pub max_det: usize,
+    pub mode: DecodeMode,
+    /// Run in f16 (parameters and activations).
+    pub half: bool,
+    /// Number of classes; `None` = read it from the weights.
+    pub nc: Option<usize>,
+}
+
+impl Default for DetectorOptions {
+    fn default() -> Self {
+        DetectorOptions { imgsz: 640, conf: 0.25, iou: 0.7, max_det: 300, mode: DecodeMode::EndToEnd, half: false, nc: None }
+    }
+}
+
+/// One detection in original-image pixels.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Detection {
+    pub xyxy: [f32; 4],
+    pub score: f32,
+    pub class_id: usize,
+    pub class_name: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DetectorError {
+    #[error(transparent)]
+    Weights(#[from] WeightsError),
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    #[error("{0}")]
+    Config(String),
+    #[error("cannot decode image: {0}")]
+    Image(#[from] image::ImageError),
+}
+
+/// Number of classes of an ultralytics YOLO26 state_dict (from the first one-to-many class conv's bias).
+pub fn infer_nc(map: &WeightMap) -> Option<usize> {
+    map.tensors.get("model.23.cv3.0.2.bias").map(|t| t.shape[0])
+}
+
+/// The scale whose layer-0 width and layer-2 depth match the state_dict, if any.
+pub fn infer_scale(map: &WeightMap) -> Option<Scale> {
+    let c0 = map.tensors.get("model.0.conv.weight")?.shape[0];
+    let deep = map.tensors.contains_key("model.2.m.1.cv1.conv.weight");
+    Scale::ALL.into_iter().find(|s| {
+        let cfg = Yolo26Config::new(*s, 1);
+        cfg.ch(64) == c0 && (cfg.repeats(2) > 1) == deep
+    })
+}
+
+struct CastParams(DType);
+
+impl<B: Backend> ModuleMapper<B> for CastParams {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
+        let (id, t, mapper) = param.consume();
+        Param::from_mapped_value(id, t.cast(self.0), mapper)
+    }
+}
+
+/// Builds a model of `scale` from a weight file (safetensors or ultralytics `.pt`), BatchNorm folded.
+pub fn load_model<B: Backend>(
+    scale: Scale,
+    map: &WeightMap,
+    nc: Option<usize>,
+    device: &B::Device,
+) -> Result<Yolo26<B>, DetectorError> {
+    let file_nc = infer_nc(map);
+    let nc = match (nc, file_nc) {
+        (Some(n), Some(f)) if n != f => {
+            return Err(DetectorError::Config(format!(
+                "{}: --nc {n} but the weights have {f} classes (model.23.cv3.0.2.bias)",
+                map.source.display()
+            )))
+        }
+        (Some(n), _) => n,
+        (None, Some(f)) => f,
+        (None, None) => 80,
+    };
+    if let Some(s) = infer_scale(map) {
+        if s != scale {
+            return Err(DetectorError::Config(format!(
+                "{}: the weights are a yolo26{s} state_dict, but the model scale requested is {scale}",
+                map.source.display()
+            )));
+        }
+    }
+    let model = Yolo26Config::new(scale, nc).init::<B>(device);
+    Ok(load_weights(model, map)?)
+}
+
+pub struct Detector<B: Backend> {
+    model: Yolo26<B>,
+    names: Vec<String>,
+    opts: DetectorOptions,
+    device: B::Device,
+    anchors: Mutex<HashMap<Vec<[usize; 2]>, Anchors<B>>>,
+}
+
+impl<B: Backend> Detector<B> {
+    /// `names`: explicit class names; else those stored in the checkpoint; else COCO (80 classes) or `classN`.
+    pub fn new(
+        scale: Scale,
+        weights: &Path,
+        names: Option<Vec<String>>,
+        opts: DetectorOptions,
+        device: &B::Device,
+    ) -> Result<Self, DetectorError> {
+        let map = read_weights(weights)?;
+        let model = load_model::<B>(scale, &map, opts.nc, device)?;
+        let nc = model.num_classes();
+        let names = names.or(map.names.clone()).unwrap_or_else(|| default_names(nc));
+        if names.len() != nc {
+            return Err(DetectorError::Config(format!(
+                "{} class names given but the model has {nc} classes",
+                names.len()
+            )));
+        }
+        Self::from_model(model, names, opts, device)
+    }
+
+    /// Wraps an already built (unfolded or folded) model.
+    pub fn from_model(model: Yolo26<B>, names: Vec<String>, opts: DetectorOptions, device: &B::Device) -> Result<Self, DetectorError> {
+        if opts.imgsz == 0 || opts.imgsz % 32 != 0 {
+            return Err(DetectorError::Config(format!("--imgsz {} must be a positive multiple of 32", opts.imgsz)));
+        }
+        let mut model = model.fold_bn();
+        if opts.half {
+            model = model.map(&mut CastParams(DType::F16));
+        }
+        Ok(Detector { model, names, opts, device: device.clone(), anchors: Mutex::new(HashMap::new()) })
+    }
+
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    pub fn options(&self) -> &DetectorOptions {
+        &self.opts
+    }
+
+    pub fn model(&self) -> &Yolo26<B> {
+        &self.model
+    }
+
+    /// Detects objects in an encoded image (JPEG, PNG, ...).
+    pub fn detect(&self, image_bytes: &[u8]) -> Result<Vec<Detection>, DetectorError> {
+        let img = image::load_from_memory(image_bytes)?;
+        Ok(self.detect_batch(std::slice::from_ref(&img)).into_iter().next().unwrap_or_default())
+    }
+
+    /// Detects objects in a batch of images; one list per image, boxes in that image's pixels.
+    pub fn detect_batch(&self, images: &[DynamicImage]) -> Vec<Vec<Detection>> {
+        if images.is_empty() {
+            return Vec::new();
+        }
+        let rgb: Vec<image::RgbImage> = images.iter().map(|i| i.to_rgb8()).collect();
+        let (input, infos) = self.letterbox(&rgb);
+        let raw = self.infer(input);
+        raw.into_iter()
+            .zip(infos)
+            .map(|(dets, info)| {
+                dets.into_iter()
+                    .map(|d| Detection {
+                        xyxy: info.to_original(d.xyxy),
+                        score: d.score,
+                        class_id: d.class_id,
+                        class_name: self.names.get(d.class_id).cloned().unwrap_or_else(|| d.class_id.to_string()),
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// Letterboxes a batch to one network input shape (minimal stride-aligned padding when all images share a
+    /// size, square `imgsz` otherwise, as ultralytics' predictor does).
+    fn letterbox(&self, imgs: &[image::RgbImage]) -> (Tensor<B, 4>, Vec<LetterboxInfo>) {
+        let refs: Vec<&image::RgbImage> = imgs.iter().collect();
+        let batch = letterbox_batch(&refs, self.opts.imgsz);
+        let x = Tensor::<B, 4>::from_data(TensorData::new(batch.data, batch.shape), &self.device);
+        (x, batch.infos)
+    }
+
+    fn anchors_for(&self, feat_shapes: &[[usize; 2]]) -> Anchors<B> {
+        let mut cache = self.anchors.lock().expect("anchor cache");
+        cache.entry(feat_shapes.to_vec()).or_insert_with(|| Anchors::new(feat_shapes, &self.device)).clone()
+    }
+
+    /// Forward + decode of a letterboxed batch `[B, 3, H, W]`; detections in network-input pixels.
+    pub fn infer(&self, x: Tensor<B, 4>) -> Vec<Vec<RawDetection>> {
+        let x = if self.opts.half { x.cast(DType::F16) } else { x };
+        let feats = self.model.forward_features(x);
+        let shapes: Vec<[usize; 2]> = feats.iter().map(|f| [f.dims()[2], f.dims()[3]]).collect();
+        let anchors = self.anchors_for(&shapes);
+        let anchors = if self.opts.half {
+            Anchors { points: anchors.points.cast(DType::F16), strides: anchors.strides.cast(DType::F16), feat_shapes: shapes }
+        } else {
+            anchors
+        };
+        match self.opts.mode {
+            DecodeMode::EndToEnd => {
+                let head = self.model.layer23.forward_one2one(&feats);
+                end2end_to_host(decode_end2end(&head, &anchors, self.opts.max_det), self.opts.conf)
+            }
+            DecodeMode::Nms => {
+                let head = self.model.layer23.forward_one2many(&feats);
+                let pred = decode_one2many(&head, &anchors);
+                non_max_suppression(
+                    pred,
+                    NmsConfig { conf: self.opts.conf, iou: self.opts.iou, max_det: self.opts.max_det, agnostic: false },
+                )
+            }
+        }
+    }
+}

@@ -1,0 +1,20 @@
+//! YOLO26 (ultralytics 8.4 `yolo26.yaml`, scales n/s/m/l/x) as Burn modules, with weight import/export,
+//! pre/post-processing and a [`detector::Detector`] API.
+
+pub mod config;
+pub mod load;
+pub mod model;
+pub mod nn;
+pub mod weights;
+
+pub use config::{Scale, Yolo26Config};
+pub use model::Yolo26;
+pub mod annotate;
+pub mod detector;
+pub mod fuse;
+pub mod names;
+pub mod postprocess;
+pub mod preprocess;
+
+pub use detector::{DecodeMode, Detection, Detector, DetectorOptions};
+pub mod info;

@@ -1,0 +1,105 @@
+//! `Conv` (conv → BatchNorm → SiLU), `DWConv` and the BN folding used for inference.
+//!
+//! ultralytics: `nn/modules/conv.py::Conv`, `DWConv`; `utils/torch_utils.py::fuse_conv_and_bn`.
+//! Layout: NCHW; weight `[c_out, c_in / groups, k, k]` (= PyTorch). State-dict names: `conv.weight`,
+//! `bn.{weight, bias, running_mean, running_var}` (Burn's `gamma`/`beta` are renamed on load, see `crate::load`).
+
+use burn::nn::conv::{Conv2d, Conv2dConfig};
+use burn::nn::{BatchNorm, BatchNormConfig, PaddingConfig2d};
+use burn::prelude::*;
+use burn::tensor::activation::silu;
+
+/// ultralytics `Conv(c1, c2, k, s, p=k//2, g, d=1, act)`: bias-free conv, BatchNorm (eps 1e-3, momentum 0.03), SiLU.
+#[derive(Module, Debug)]
+pub struct Conv<B: Backend> {
+    pub conv: Conv2d<B>,
+    /// `None` once folded into `conv` ([`Conv::fold_bn`]).
+    pub bn: Option<BatchNorm<B>>,
+    /// SiLU after the norm (`act=True`), identity otherwise.
+    pub act: bool,
+}
+
+/// Hyper-parameters of a [`Conv`].
+#[derive(Config, Debug)]
+pub struct ConvConfig {
+    pub c1: usize,
+    pub c2: usize,
+    #[config(default = 1)]
+    pub k: usize,
+    #[config(default = 1)]
+    pub s: usize,
+    #[config(default = 1)]
+    pub g: usize,
+    #[config(default = true)]
+    pub act: bool,
+}
+
+impl ConvConfig {
+    pub fn init<B: Backend>(&self, device: &B::Device) -> Conv<B> {
+        let p = self.k / 2;
+        let conv = Conv2dConfig::new([self.c1, self.c2], [self.k, self.k])
+            .with_stride([self.s, self.s])
+            .with_groups(self.g)
+            .with_padding(PaddingConfig2d::Explicit(p, p, p, p))
+            .with_bias(false)
+            .init(device);
+        let bn = BatchNormConfig::new(self.c2).with_epsilon(1e-3).with_momentum(0.03).init(device);
+        Conv { conv, bn: Some(bn), act: self.act }
+    }
+
+    /// ultralytics `DWConv(c1, c2, k, s)`: a `Conv` with `groups = gcd(c1, c2)`.
+    pub fn dw(c1: usize, c2: usize, k: usize) -> Self {
+        ConvConfig::new(c1, c2).with_k(k).with_g(gcd(c1, c2))
+    }
+}
+
+pub fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+impl<B: Backend> Conv<B> {
+    pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
+        let mut y = self.conv.forward(x);
+        if let Some(bn) = &self.bn {
+            y = bn.forward(y);
+        }
+        if self.act {
+            silu(y)
+        } else {
+            y
+        }
+    }
+
+    /// Folds the BatchNorm into the convolution (`w' = w·γ/√(var+eps)`, `b' = (b − mean)·γ/√(var+eps) + β`),
+    /// as `fuse_conv_and_bn` does for inference. A no-op when already folded.
+    pub fn fold_bn(mut self) -> Self {
+        if let Some(bn) = self.bn.take() {
+            self.conv = fold_conv_bn(self.conv, &bn);
+        }
+        self
+    }
+}
+
+/// `fuse_conv_bn_weights`: returns the conv with the norm folded into weight and bias.
+pub fn fold_conv_bn<B: Backend>(mut conv: Conv2d<B>, bn: &BatchNorm<B>) -> Conv2d<B> {
+    let scale = bn.gamma.val() / (bn.running_var.value() + bn.epsilon).sqrt();
+    let [co, _, _, _] = conv.weight.dims();
+    let w = conv.weight.val() * scale.clone().reshape([co, 1, 1, 1]);
+    let b0 = match &conv.bias {
+        Some(b) => b.val(),
+        None => Tensor::zeros([co], &scale.device()),
+    };
+    let b = bn.beta.val() + (b0 - bn.running_mean.value()) * scale;
+    conv.weight = burn::module::Param::from_tensor(w);
+    conv.bias = Some(burn::module::Param::from_tensor(b));
+    conv
+}
+
+/// A plain biased 1×1 `nn.Conv2d` (the last conv of each Detect branch).
+pub fn conv1x1_bias<B: Backend>(c1: usize, c2: usize, device: &B::Device) -> Conv2d<B> {
+    Conv2dConfig::new([c1, c2], [1, 1]).with_bias(true).init(device)
+}

@@ -1,0 +1,5 @@
+//! One struct per ultralytics block.
+pub mod attention;
+pub mod blocks;
+pub mod conv;
+pub mod head;

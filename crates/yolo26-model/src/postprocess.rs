@@ -1,0 +1,186 @@
+//! Decoding the raw head outputs: anchors (`make_anchors`), `dist2bbox`, the end-to-end top-k of the one-to-one
+//! head (`Detect.postprocess` / `get_topk_index`) and class-aware NMS over the one-to-many head
+//! (`utils/nms.py::non_max_suppression`). Decoding and top-k run on the model's device; NMS (burn-vision's CPU
+//! algorithm) runs on the host.
+
+use burn::backend::Flex;
+use burn::prelude::*;
+use burn::tensor::{Int, TensorData};
+use burn::vision::{Nms, NmsOptions};
+
+use crate::config::STRIDES;
+use crate::nn::head::HeadOutput;
+
+/// Anchor grid of a given input: cell centres in grid units `[1, 2, A]` and the stride of each anchor `[1, 1, A]`.
+#[derive(Debug, Clone)]
+pub struct Anchors<B: Backend> {
+    pub points: Tensor<B, 3>,
+    pub strides: Tensor<B, 3>,
+    pub feat_shapes: Vec<[usize; 2]>,
+}
+
+impl<B: Backend> Anchors<B> {
+    /// ultralytics `make_anchors(feats, strides, 0.5)`: level by level, row-major, `(x + 0.5, y + 0.5)`.
+    pub fn new(feat_shapes: &[[usize; 2]], device: &B::Device) -> Self {
+        let total: usize = feat_shapes.iter().map(|[h, w]| h * w).sum();
+        let mut xs = Vec::with_capacity(2 * total);
+        let mut ys = Vec::with_capacity(total);
+        let mut ss = Vec::with_capacity(total);
+        for (lvl, &[h, w]) in feat_shapes.iter().enumerate() {
+            for y in 0..h {
+                for x in 0..w {
+                    xs.push(x as f32 + 0.5);
+                    ys.push(y as f32 + 0.5);
+                    ss.push(STRIDES[lvl] as f32);
+                }
+            }
+        }
+        xs.extend(ys);
+        Anchors {
+            points: Tensor::from_data(TensorData::new(xs, [1, 2, total]), device),
+            strides: Tensor::from_data(TensorData::new(ss, [1, 1, total]), device),
+            feat_shapes: feat_shapes.to_vec(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.points.dims()[2]
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// `dist2bbox(ltrb, anchors) * stride`: boxes in input pixels, `[B, 4, A]`, xyxy or xywh (centre, size).
+pub fn decode_boxes<B: Backend>(ltrb: Tensor<B, 3>, anchors: &Anchors<B>, xywh: bool) -> Tensor<B, 3> {
+    let lt = ltrb.clone().narrow(1, 0, 2);
+    let rb = ltrb.narrow(1, 2, 2);
+    let x1y1 = anchors.points.clone() - lt;
+    let x2y2 = anchors.points.clone() + rb;
+    let out = if xywh {
+        Tensor::cat(vec![(x1y1.clone() + x2y2.clone()) / 2.0, x2y2 - x1y1], 1)
+    } else {
+        Tensor::cat(vec![x1y1, x2y2], 1)
+    };
+    out * anchors.strides.clone()
+}
+
+/// Eval output of the one-to-many head: `[B, 4 + nc, A]` = `(cx, cy, w, h)` in pixels + sigmoid scores.
+pub fn decode_one2many<B: Backend>(head: &HeadOutput<B>, anchors: &Anchors<B>) -> Tensor<B, 3> {
+    Tensor::cat(vec![decode_boxes(head.boxes.clone(), anchors, true), burn::tensor::activation::sigmoid(head.scores.clone())], 1)
+}
+
+/// Indices of the `k` largest values along dim 1, descending. CubeCL backends (wgpu, CUDA) have a device top-k
+/// reduction (it needs `k` smaller than the axis); other backends (Flex has no `argtopk`) sort.
+fn topk_indices<B: Backend>(x: Tensor<B, 2>, k: usize) -> Tensor<B, 2, Int> {
+    let n = x.dims()[1];
+    if k < n && B::name(&x.device()).contains("cubecl") {
+        x.argtopk(k, 1)
+    } else {
+        x.argsort_descending(1).narrow(1, 0, k)
+    }
+}
+
+/// End-to-end decode of the one-to-one head (ultralytics `Detect.postprocess`): boxes xyxy in pixels, top
+/// `k = min(max_det, A)` anchors by best class score, then top-k over those anchors' `k·nc` scores.
+/// Returns `[B, k, 6]` rows `(x1, y1, x2, y2, score, class)` sorted by score, on the device.
+pub fn decode_end2end<B: Backend>(head: &HeadOutput<B>, anchors: &Anchors<B>, max_det: usize) -> Tensor<B, 3> {
+    let [b, nc, a] = head.scores.dims();
+    let k = max_det.min(a);
+    let boxes = decode_boxes(head.boxes.clone(), anchors, false).swap_dims(1, 2); // [B, A, 4]
+    let scores = burn::tensor::activation::sigmoid(head.scores.clone()).swap_dims(1, 2); // [B, A, nc]
+    let best: Tensor<B, 2> = scores.clone().max_dim(2).squeeze_dim(2); // [B, A]
+    let ori_index = topk_indices(best, k); // [B, k]
+    let sel = scores.gather(1, ori_index.clone().unsqueeze_dim::<3>(2).expand([b, k, nc])); // [B, k, nc]
+    let flat = sel.reshape([b, k * nc]);
+    let index = topk_indices(flat.clone(), k); // [B, k]
+    let top_scores = flat.gather(1, index.clone());
+    let labels = index.clone().remainder_scalar(nc as i64);
+    let anchor_slot = index.div_scalar(nc as i64);
+    let anchor_idx = ori_index.gather(1, anchor_slot);
+    let top_boxes = boxes.gather(1, anchor_idx.unsqueeze_dim::<3>(2).expand([b, k, 4]));
+    let labels = labels.float().cast(top_scores.dtype());
+    Tensor::cat(vec![top_boxes, top_scores.unsqueeze_dim(2), labels.unsqueeze_dim(2)], 2)
+}
+
+/// One detection in network-input pixels.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RawDetection {
+    pub xyxy: [f32; 4],
+    pub score: f32,
+    pub class_id: usize,
+}
+
+/// Reads `[B, k, 6]` end-to-end rows and keeps those with `score > conf`, per image.
+pub fn end2end_to_host<B: Backend>(rows: Tensor<B, 3>, conf: f32) -> Vec<Vec<RawDetection>> {
+    let [b, k, _] = rows.dims();
+    let v = rows.cast(burn::tensor::DType::F32).into_data().convert::<f32>().to_vec::<f32>().expect("f32 data");
+    (0..b)
+        .map(|i| {
+            (0..k)
+                .map(|j| &v[(i * k + j) * 6..(i * k + j + 1) * 6])
+                .filter(|r| r[4] > conf)
+                .map(|r| RawDetection { xyxy: [r[0], r[1], r[2], r[3]], score: r[4], class_id: r[5] as usize })
+                .collect()
+        })
+        .collect()
+}
+
+/// Options of [`non_max_suppression`] (ultralytics defaults for predict: conf 0.25, IoU 0.7, max_det 300).
+#[derive(Debug, Clone, Copy)]
+pub struct NmsConfig {
+    pub conf: f32,
+    pub iou: f32,
+    pub max_det: usize,
+    /// Class-agnostic suppression (`agnostic_nms`).
+    pub agnostic: bool,
+}
+
+/// ultralytics `non_max_suppression` for one-to-many output `[B, 4 + nc, A]` (xywh pixels + scores): best class per
+/// anchor, `score > conf`, at most 30000 candidates by score, class-aware NMS (class offset 7680 px), `max_det`.
+pub fn non_max_suppression<B: Backend>(pred: Tensor<B, 3>, cfg: NmsConfig) -> Vec<Vec<RawDetection>> {
+    const MAX_WH: f32 = 7680.0;
+    const MAX_NMS: usize = 30000;
+    let [b, no, a] = pred.dims();
+    let nc = no - 4;
+    let boxes = pred.clone().narrow(1, 0, 4);
+    let (conf, cls) = pred.narrow(1, 4, nc).max_dim_with_indices(1); // [B, 1, A]
+    let boxes = boxes.cast(burn::tensor::DType::F32).into_data().convert::<f32>().to_vec::<f32>().expect("f32");
+    let conf = conf.cast(burn::tensor::DType::F32).into_data().convert::<f32>().to_vec::<f32>().expect("f32");
+    let cls = cls.into_data().convert::<i64>().to_vec::<i64>().expect("i64");
+    let host = burn::backend::flex::FlexDevice;
+    (0..b)
+        .map(|i| {
+            let mut cand: Vec<usize> = (0..a).filter(|&j| conf[i * a + j] > cfg.conf).collect();
+            cand.sort_by(|&x, &y| conf[i * a + y].total_cmp(&conf[i * a + x]));
+            cand.truncate(MAX_NMS);
+            if cand.is_empty() {
+                return Vec::new();
+            }
+            let mut xyxy = Vec::with_capacity(cand.len());
+            let mut shifted = Vec::with_capacity(cand.len() * 4);
+            let mut scores = Vec::with_capacity(cand.len());
+            for &j in &cand {
+                let g = |c: usize| boxes[(i * 4 + c) * a + j];
+                let (cx, cy, w, h) = (g(0), g(1), g(2), g(3));
+                let bx = [cx - w / 2.0, cy - h / 2.0, cx + w / 2.0, cy + h / 2.0];
+                let off = if cfg.agnostic { 0.0 } else { cls[i * a + j] as f32 * MAX_WH };
+                shifted.extend(bx.iter().map(|v| v + off));
+                xyxy.push(bx);
+                scores.push(conf[i * a + j]);
+            }
+            let n = cand.len();
+            let bt = Tensor::<Flex, 2>::from_data(TensorData::new(shifted, [n, 4]), &host);
+            let st = Tensor::<Flex, 1>::from_data(TensorData::new(scores.clone(), [n]), &host);
+            let keep = bt.nms(st, NmsOptions { iou_threshold: cfg.iou, score_threshold: 0.0, max_output_boxes: cfg.max_det });
+            let keep = keep.into_data().convert::<i64>().to_vec::<i64>().expect("i64");
+            keep.into_iter()
+                .map(|k| {
+                    let k = k as usize;
+                    RawDetection { xyxy: xyxy[k], score: scores[k], class_id: cls[i * a + cand[k]] as usize }
+                })
+                .collect()
+        })
+        .collect()
+}

@@ -1,0 +1,85 @@
+//! Weight files: ultralytics state_dicts in safetensors, ultralytics `.pt` checkpoints (read natively), and the
+//! name-keyed [`WeightMap`] both turn into. Loading a [`WeightMap`] into the Burn model lives in `crate::load`.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+pub mod pickle;
+pub mod pt;
+pub mod safetensors_io;
+
+pub use pt::read_pt;
+pub use safetensors_io::{read_safetensors, write_safetensors};
+
+/// Element type a tensor had in its file (all data is widened to `f32` in memory).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileDType {
+    F64,
+    F32,
+    F16,
+    BF16,
+    I64,
+    I32,
+    U8,
+    Bool,
+}
+
+/// One tensor read from a weight file: logical (contiguous, row-major) shape and values widened to `f32`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WeightTensor {
+    pub shape: Vec<usize>,
+    pub dtype: FileDType,
+    pub data: Vec<f32>,
+}
+
+/// An ultralytics-named state_dict (`model.0.conv.weight`, `model.23.one2one_cv3.2.2.bias`, ...).
+#[derive(Debug, Clone, Default)]
+pub struct WeightMap {
+    /// Key → tensor, sorted by key.
+    pub tensors: BTreeMap<String, WeightTensor>,
+    /// File the map was read from (for error messages).
+    pub source: PathBuf,
+    /// Class names stored in the checkpoint (`model.names` of an ultralytics `.pt`), index = class id.
+    pub names: Option<Vec<String>>,
+}
+
+/// Errors reading or writing weight files. Every variant names the file and, where it applies, the key.
+#[derive(Debug, thiserror::Error)]
+pub enum WeightsError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}: not a valid {format} file: {reason}")]
+    Format { path: PathBuf, format: &'static str, reason: String },
+    #[error("{path}: tensor '{key}': {reason}")]
+    Tensor { path: PathBuf, key: String, reason: String },
+}
+
+/// Reads a weight file, choosing the reader from its content (not its extension): a zip archive (`PK\x03\x04`) is a
+/// PyTorch `.pt` ([`read_pt`]), an 8-byte little-endian header length followed by `{` is safetensors
+/// ([`read_safetensors`]); a pre-1.6 torch pickle gets an error asking to re-save it; anything else is rejected.
+pub fn read_weights(path: &Path) -> Result<WeightMap, WeightsError> {
+    let io = |source| WeightsError::Io { path: path.to_path_buf(), source };
+    let mut f = std::fs::File::open(path).map_err(io)?;
+    let len = f.metadata().map_err(io)?.len();
+    let mut head = Vec::with_capacity(16);
+    f.by_ref().take(16).read_to_end(&mut head).map_err(io)?;
+    drop(f);
+    if head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06") {
+        return read_pt(path);
+    }
+    if head.len() >= 9 && head[8] == b'{' {
+        let n = u64::from_le_bytes(head[..8].try_into().expect("8 bytes"));
+        if n >= 2 && n <= len.saturating_sub(8) {
+            return read_safetensors(path);
+        }
+    }
+    if head.len() >= 2 && head[0] == 0x80 && (1..=5).contains(&head[1]) {
+        return read_pt(path); // legacy torch pickle: read_pt explains how to convert it
+    }
+    Err(WeightsError::Format {
+        path: path.to_path_buf(),
+        format: "weight",
+        reason: "unrecognised content (expected a PyTorch .pt zip archive or a .safetensors file)".into(),
+    })
+}
