@@ -48,9 +48,7 @@ pub fn hash_conv_weight(key: &str, shape: &[usize]) -> Vec<f32> {
     let fan_in: usize = shape[1..].iter().product();
     let bound = 1.0 / (fan_in as f64).sqrt();
     let n: usize = shape.iter().product();
-    (0..n)
-        .map(|i| half::f16::from_f32(((2.0 * hash_unit(key, i) - 1.0) * bound) as f32).to_f32())
-        .collect()
+    (0..n).map(|i| half::f16::from_f32(((2.0 * hash_unit(key, i) - 1.0) * bound) as f32).to_f32()).collect()
 }
 
 /// The closed-form image input: `lowbias32(i) / 2^32` over the flat NCHW index (reference §2.6).
@@ -88,7 +86,9 @@ impl HashFixture {
     /// The full ultralytics state_dict of the hash model: 4-D conv weights regenerated from the closed-form rule,
     /// everything else (BatchNorm, biases, `num_batches_tracked`) from the fixture's `sd.*` tensors.
     pub fn state_dict(&self) -> WeightMap {
-        let shapes = collect_weights::<burn::backend::Flex, _>(&Yolo26Config::new(self.scale, 80).init::<burn::backend::Flex>(&Default::default()));
+        let shapes = collect_weights::<burn::backend::Flex, _>(
+            &Yolo26Config::new(self.scale, 80).init::<burn::backend::Flex>(&Default::default()),
+        );
         let mut map = WeightMap { source: format!("hash yolo26{}", self.scale).into(), ..Default::default() };
         for (key, t) in shapes.tensors {
             let w = if t.shape.len() == 4 {

@@ -12,7 +12,9 @@ pub trait Job {
 /// Runs `job` on the backend named by `device`.
 pub fn dispatch<J: Job<Output = Result<(), String>>>(device: &str, job: J) -> Result<(), String> {
     let (kind, index) = match device.split_once(':') {
-        Some((k, i)) => (k, Some(i.parse::<usize>().map_err(|_| format!("--device {device}: bad device index '{i}'"))?)),
+        Some((k, i)) => {
+            (k, Some(i.parse::<usize>().map_err(|_| format!("--device {device}: bad device index '{i}'"))?))
+        }
         None => (device, None),
     };
     match kind {

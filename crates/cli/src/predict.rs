@@ -78,7 +78,9 @@ fn list_sources(src: &Path) -> Result<Vec<PathBuf>, String> {
             .map_err(|e| format!("{}: {e}", src.display()))?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| {
-                p.extension().and_then(|e| e.to_str()).is_some_and(|e| IMAGE_EXTS.contains(&e.to_ascii_lowercase().as_str()))
+                p.extension()
+                    .and_then(|e| e.to_str())
+                    .is_some_and(|e| IMAGE_EXTS.contains(&e.to_ascii_lowercase().as_str()))
             })
             .collect();
         v.sort();
@@ -111,7 +113,9 @@ impl Job for PredictArgs {
         std::fs::create_dir_all(&self.out).map_err(|e| format!("{}: {e}", self.out.display()))?;
         let bar = if sources.len() > 1 {
             let b = ProgressBar::new(sources.len() as u64);
-            b.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {msg} [{elapsed} < {eta}]").expect("template"));
+            b.set_style(
+                ProgressStyle::with_template("{bar:40} {pos}/{len} {msg} [{elapsed} < {eta}]").expect("template"),
+            );
             b
         } else {
             ProgressBar::hidden()

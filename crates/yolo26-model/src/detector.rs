@@ -7,17 +7,18 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Mutex;
 
-use burn::module::{ModuleMapper, Param};
 use burn::prelude::*;
 use burn::tensor::{DType, TensorData};
 use image::DynamicImage;
 
 use crate::config::{Scale, Yolo26Config};
 use crate::fuse::FoldBn;
-use crate::load::{load_weights, LoadError};
+use crate::load::{cast_floats, load_weights, LoadError};
 use crate::model::Yolo26;
 use crate::names::default_names;
-use crate::postprocess::{decode_end2end, decode_one2many, end2end_to_host, non_max_suppression, Anchors, NmsConfig, RawDetection};
+use crate::postprocess::{
+    decode_end2end, decode_one2many, end2end_to_host, non_max_suppression, Anchors, NmsConfig, RawDetection,
+};
 use crate::preprocess::{letterbox_batch, LetterboxInfo};
 use crate::weights::{read_weights, WeightMap, WeightsError};
 
@@ -45,7 +46,15 @@ pub struct DetectorOptions {
 
 impl Default for DetectorOptions {
     fn default() -> Self {
-        DetectorOptions { imgsz: 640, conf: 0.25, iou: 0.7, max_det: 300, mode: DecodeMode::EndToEnd, half: false, nc: None }
+        DetectorOptions {
+            imgsz: 640,
+            conf: 0.25,
+            iou: 0.7,
+            max_det: 300,
+            mode: DecodeMode::EndToEnd,
+            half: false,
+            nc: None,
+        }
     }
 }
 
@@ -83,15 +92,6 @@ pub fn infer_scale(map: &WeightMap) -> Option<Scale> {
         let cfg = Yolo26Config::new(*s, 1);
         cfg.ch(64) == c0 && (cfg.repeats(2) > 1) == deep
     })
-}
-
-struct CastParams(DType);
-
-impl<B: Backend> ModuleMapper<B> for CastParams {
-    fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
-        let (id, t, mapper) = param.consume();
-        Param::from_mapped_value(id, t.cast(self.0), mapper)
-    }
 }
 
 /// Builds a model of `scale` from a weight file (safetensors or ultralytics `.pt`), BatchNorm folded.
@@ -156,13 +156,18 @@ impl<B: Backend> Detector<B> {
     }
 
     /// Wraps an already built (unfolded or folded) model.
-    pub fn from_model(model: Yolo26<B>, names: Vec<String>, opts: DetectorOptions, device: &B::Device) -> Result<Self, DetectorError> {
+    pub fn from_model(
+        model: Yolo26<B>,
+        names: Vec<String>,
+        opts: DetectorOptions,
+        device: &B::Device,
+    ) -> Result<Self, DetectorError> {
         if opts.imgsz == 0 || opts.imgsz % 32 != 0 {
             return Err(DetectorError::Config(format!("--imgsz {} must be a positive multiple of 32", opts.imgsz)));
         }
         let mut model = model.fold_bn();
         if opts.half {
-            model = model.map(&mut CastParams(DType::F16));
+            model = cast_floats(model, DType::F16);
         }
         Ok(Detector { model, names, opts, device: device.clone(), anchors: Mutex::new(HashMap::new()) })
     }
@@ -229,7 +234,11 @@ impl<B: Backend> Detector<B> {
         let shapes: Vec<[usize; 2]> = feats.iter().map(|f| [f.dims()[2], f.dims()[3]]).collect();
         let anchors = self.anchors_for(&shapes);
         let anchors = if self.opts.half {
-            Anchors { points: anchors.points.cast(DType::F16), strides: anchors.strides.cast(DType::F16), feat_shapes: shapes }
+            Anchors {
+                points: anchors.points.cast(DType::F16),
+                strides: anchors.strides.cast(DType::F16),
+                feat_shapes: shapes,
+            }
         } else {
             anchors
         };

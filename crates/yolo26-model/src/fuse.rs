@@ -51,8 +51,24 @@ fold_fields!(DwSep { i0, i1 });
 fold_fields!(ClsBranch { i0, i1 });
 fold_fields!(Detect { cv2, cv3, one2one_cv2, one2one_cv3 });
 fold_fields!(Yolo26 {
-    layer0, layer1, layer2, layer3, layer4, layer5, layer6, layer7, layer8, layer9, layer10, layer13, layer16,
-    layer17, layer19, layer20, layer22, layer23
+    layer0,
+    layer1,
+    layer2,
+    layer3,
+    layer4,
+    layer5,
+    layer6,
+    layer7,
+    layer8,
+    layer9,
+    layer10,
+    layer13,
+    layer16,
+    layer17,
+    layer19,
+    layer20,
+    layer22,
+    layer23
 });
 
 impl<B: Backend> FoldBn for C3k2Block<B> {

@@ -184,7 +184,7 @@ impl<B: Backend> ModuleVisitor<B> for FlopCounter {
         let last = self.path.last().map(String::as_str).unwrap_or("");
         let numel: usize = dims.iter().product();
         let macs = match (D, last) {
-            (4, "weight") => numel as f64 * hw, // conv: c_out · c_in/g · k² per output pixel
+            (4, "weight") => numel as f64 * hw,      // conv: c_out · c_in/g · k² per output pixel
             (1, "gamma") => 4.0 * numel as f64 * hw, // BatchNorm (thop: 2 per element, doubled when affine)
             _ => 0.0,
         };

@@ -27,10 +27,13 @@ fn translate(path: &[(String, String)]) -> String {
         if container.starts_with("Enum:") {
             continue;
         }
-        if let Some(num) = name.strip_prefix("layer").filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())) {
+        if let Some(num) = name.strip_prefix("layer").filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+        {
             out.push("model".into());
             out.push(num.into());
-        } else if let Some(num) = name.strip_prefix('i').filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())) {
+        } else if let Some(num) =
+            name.strip_prefix('i').filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+        {
             out.push(num.into());
         } else if idx + 1 == n && container == "Struct:BatchNorm" && name == "gamma" {
             out.push("weight".into());
@@ -134,8 +137,10 @@ pub fn collect_weights<B: Backend, M: Module<B>>(model: &M) -> WeightMap {
     let mut c = Collector::<B> { path: Vec::new(), out: BTreeMap::new(), _b: core::marker::PhantomData };
     model.visit(&mut c);
     let mut tensors = c.out;
-    let bn_keys: Vec<String> =
-        tensors.keys().filter_map(|k| k.strip_suffix(".running_var").map(|p| format!("{p}.num_batches_tracked"))).collect();
+    let bn_keys: Vec<String> = tensors
+        .keys()
+        .filter_map(|k| k.strip_suffix(".running_var").map(|p| format!("{p}.num_batches_tracked")))
+        .collect();
     for k in bn_keys {
         tensors.insert(k, WeightTensor { shape: vec![], dtype: FileDType::I64, data: vec![0.0] });
     }
@@ -164,7 +169,27 @@ mod tests {
             ("gamma", "Struct:BatchNorm"),
         ]);
         assert_eq!(translate(&path), "model.22.m.0.1.attn.qkv.bn.weight");
-        let path = p(&[("layer23", "Struct:Yolo26"), ("one2one_cv3", "Struct:Detect"), ("2", "Vec"), ("i2", "Struct:ClsBranch"), ("bias", "Struct:Conv2d")]);
+        let path = p(&[
+            ("layer23", "Struct:Yolo26"),
+            ("one2one_cv3", "Struct:Detect"),
+            ("2", "Vec"),
+            ("i2", "Struct:ClsBranch"),
+            ("bias", "Struct:Conv2d"),
+        ]);
         assert_eq!(translate(&path), "model.23.one2one_cv3.2.2.bias");
     }
+}
+
+struct CastFloats(burn::tensor::DType);
+
+impl<B: Backend> ModuleMapper<B> for CastFloats {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
+        let (id, t, mapper) = param.consume();
+        Param::from_mapped_value(id, t.cast(self.0), mapper)
+    }
+}
+
+/// Casts every float parameter and buffer of a module (e.g. to `DType::F16` for `--half`).
+pub fn cast_floats<B: Backend, M: Module<B>>(module: M, dtype: burn::tensor::DType) -> M {
+    module.map(&mut CastFloats(dtype))
 }

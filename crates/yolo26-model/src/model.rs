@@ -50,7 +50,8 @@ impl Yolo26Config {
         let r = |n| self.repeats(n);
         let c3k = self.scale.forces_c3k();
         let conv = |c1, c2| ConvConfig::new(c1, c2).with_k(3).with_s(2).init(device);
-        let c3k2 = |c1, c2, n, c3k: bool, e: f64| C3k2Config::new(c1, c2).with_n(n).with_c3k(c3k).with_e(e).init(device);
+        let c3k2 =
+            |c1, c2, n, c3k: bool, e: f64| C3k2Config::new(c1, c2).with_n(n).with_c3k(c3k).with_e(e).init(device);
         let (c0, c1, c2, c3, c4) = (ch(64), ch(128), ch(256), ch(256), ch(512));
         let (c5, c6, c7, c8, c9) = (ch(512), ch(512), ch(1024), ch(1024), ch(1024));
         let c13 = ch(512);

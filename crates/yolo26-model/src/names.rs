@@ -3,14 +3,86 @@
 use std::path::Path;
 
 pub const COCO: [&str; 80] = [
-    "person", "bicycle", "car", "motorcycle", "airplane", "bus", "train", "truck", "boat", "traffic light",
-    "fire hydrant", "stop sign", "parking meter", "bench", "bird", "cat", "dog", "horse", "sheep", "cow", "elephant",
-    "bear", "zebra", "giraffe", "backpack", "umbrella", "handbag", "tie", "suitcase", "frisbee", "skis", "snowboard",
-    "sports ball", "kite", "baseball bat", "baseball glove", "skateboard", "surfboard", "tennis racket", "bottle",
-    "wine glass", "cup", "fork", "knife", "spoon", "bowl", "banana", "apple", "sandwich", "orange", "broccoli",
-    "carrot", "hot dog", "pizza", "donut", "cake", "chair", "couch", "potted plant", "bed", "dining table", "toilet",
-    "tv", "laptop", "mouse", "remote", "keyboard", "cell phone", "microwave", "oven", "toaster", "sink",
-    "refrigerator", "book", "clock", "vase", "scissors", "teddy bear", "hair drier", "toothbrush",
+    "person",
+    "bicycle",
+    "car",
+    "motorcycle",
+    "airplane",
+    "bus",
+    "train",
+    "truck",
+    "boat",
+    "traffic light",
+    "fire hydrant",
+    "stop sign",
+    "parking meter",
+    "bench",
+    "bird",
+    "cat",
+    "dog",
+    "horse",
+    "sheep",
+    "cow",
+    "elephant",
+    "bear",
+    "zebra",
+    "giraffe",
+    "backpack",
+    "umbrella",
+    "handbag",
+    "tie",
+    "suitcase",
+    "frisbee",
+    "skis",
+    "snowboard",
+    "sports ball",
+    "kite",
+    "baseball bat",
+    "baseball glove",
+    "skateboard",
+    "surfboard",
+    "tennis racket",
+    "bottle",
+    "wine glass",
+    "cup",
+    "fork",
+    "knife",
+    "spoon",
+    "bowl",
+    "banana",
+    "apple",
+    "sandwich",
+    "orange",
+    "broccoli",
+    "carrot",
+    "hot dog",
+    "pizza",
+    "donut",
+    "cake",
+    "chair",
+    "couch",
+    "potted plant",
+    "bed",
+    "dining table",
+    "toilet",
+    "tv",
+    "laptop",
+    "mouse",
+    "remote",
+    "keyboard",
+    "cell phone",
+    "microwave",
+    "oven",
+    "toaster",
+    "sink",
+    "refrigerator",
+    "book",
+    "clock",
+    "vase",
+    "scissors",
+    "teddy bear",
+    "hair drier",
+    "toothbrush",
 ];
 
 /// Default names for `nc` classes: COCO's for 80, `class0..` otherwise.
@@ -28,7 +100,8 @@ pub fn read_names(path: &Path) -> Result<Vec<String>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let trimmed = text.trim_start();
     if trimmed.starts_with('[') {
-        return serde_json::from_str::<Vec<String>>(&text).map_err(|e| format!("{}: bad JSON list of names: {e}", path.display()));
+        return serde_json::from_str::<Vec<String>>(&text)
+            .map_err(|e| format!("{}: bad JSON list of names: {e}", path.display()));
     }
     if trimmed.starts_with('{') {
         let m: std::collections::BTreeMap<String, String> =
@@ -37,7 +110,11 @@ pub fn read_names(path: &Path) -> Result<Vec<String>, String> {
         for (k, v) in m {
             let i: usize = k.parse().map_err(|_| format!("{}: key '{k}' is not a class index", path.display()))?;
             if i >= out.len() {
-                return Err(format!("{}: class index {i} out of range 0..{} (indices must be contiguous)", path.display(), out.len()));
+                return Err(format!(
+                    "{}: class index {i} out of range 0..{} (indices must be contiguous)",
+                    path.display(),
+                    out.len()
+                ));
             }
             out[i] = Some(v);
         }

@@ -68,7 +68,10 @@ pub fn decode_boxes<B: Backend>(ltrb: Tensor<B, 3>, anchors: &Anchors<B>, xywh: 
 
 /// Eval output of the one-to-many head: `[B, 4 + nc, A]` = `(cx, cy, w, h)` in pixels + sigmoid scores.
 pub fn decode_one2many<B: Backend>(head: &HeadOutput<B>, anchors: &Anchors<B>) -> Tensor<B, 3> {
-    Tensor::cat(vec![decode_boxes(head.boxes.clone(), anchors, true), burn::tensor::activation::sigmoid(head.scores.clone())], 1)
+    Tensor::cat(
+        vec![decode_boxes(head.boxes.clone(), anchors, true), burn::tensor::activation::sigmoid(head.scores.clone())],
+        1,
+    )
 }
 
 /// Indices of the `k` largest values along dim 1, descending. CubeCL backends (wgpu, CUDA) have a device top-k
@@ -173,7 +176,8 @@ pub fn non_max_suppression<B: Backend>(pred: Tensor<B, 3>, cfg: NmsConfig) -> Ve
             let n = cand.len();
             let bt = Tensor::<Flex, 2>::from_data(TensorData::new(shifted, [n, 4]), &host);
             let st = Tensor::<Flex, 1>::from_data(TensorData::new(scores.clone(), [n]), &host);
-            let keep = bt.nms(st, NmsOptions { iou_threshold: cfg.iou, score_threshold: 0.0, max_output_boxes: cfg.max_det });
+            let keep =
+                bt.nms(st, NmsOptions { iou_threshold: cfg.iou, score_threshold: 0.0, max_output_boxes: cfg.max_det });
             let keep = keep.into_data().convert::<i64>().to_vec::<i64>().expect("i64");
             keep.into_iter()
                 .map(|k| {

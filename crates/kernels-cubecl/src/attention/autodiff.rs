@@ -4,13 +4,13 @@
 //!
 //! `lse` is returned as an untracked tensor (no gradient flows through it), and
 //! `flash_attention_backward` on `Autodiff` is not itself differentiable (no double backward).
-use burn::backend::Autodiff;
 use burn::backend::autodiff::{
-    NodeId,
     checkpoint::{base::Checkpointer, strategy::CheckpointStrategy},
     grads::Gradients,
     ops::{Backward, Ops, OpsKind},
+    NodeId,
 };
+use burn::backend::Autodiff;
 use burn::tensor::ops::FloatTensor;
 
 use super::backend::FlashAttentionBackend;
@@ -93,10 +93,6 @@ impl<B: FlashAttentionBackend, C: CheckpointStrategy> FlashAttentionBackend for 
             scale,
         );
         // `AutodiffTensor` is not exported by name in 0.21; reach its `new` through the alias.
-        (
-            FloatTensor::<Self>::new(dq),
-            FloatTensor::<Self>::new(dk),
-            FloatTensor::<Self>::new(dv),
-        )
+        (FloatTensor::<Self>::new(dq), FloatTensor::<Self>::new(dk), FloatTensor::<Self>::new(dv))
     }
 }

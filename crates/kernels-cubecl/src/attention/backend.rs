@@ -10,9 +10,7 @@
 //! - [`burn_fusion::Fusion`] registers the op as a custom op in the fusion stream (`super::fusion`);
 //! - [`burn::backend::Autodiff`] runs the forward through the inner backend and registers a backward
 //!   step that calls [`FlashAttentionBackend::flash_attention_backward`] (`super::autodiff`).
-use burn::tensor::{
-    DType, FloatDType, Tensor, TensorPrimitive, backend::Backend, ops::FloatTensor,
-};
+use burn::tensor::{backend::Backend, ops::FloatTensor, DType, FloatDType, Tensor, TensorPrimitive};
 
 /// Backend extension: Flash Attention 2 forward and backward on `[BH, N, D]` tensors.
 pub trait FlashAttentionBackend: Backend {
@@ -108,7 +106,11 @@ pub fn reference_backward<B: Backend>(
     let dq = ds.clone().matmul(k) * scale;
     let dk = ds.swap_dims(1, 2).matmul(q) * scale;
     let back = |t: Tensor<B, 3>| {
-        if t.dtype() == dtype { unwrap(t) } else { unwrap(t.cast(dtype_of(dtype))) }
+        if t.dtype() == dtype {
+            unwrap(t)
+        } else {
+            unwrap(t.cast(dtype_of(dtype)))
+        }
     };
     (back(dq), back(dk), back(dv))
 }

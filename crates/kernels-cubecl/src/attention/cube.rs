@@ -2,14 +2,14 @@
 //! One generic impl serves every CubeCL runtime (wgpu, CUDA, ...).
 use burn::tensor::{DType, Shape};
 use burn_cubecl::{
-    BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement, kernel::into_contiguous,
-    ops::numeric::empty_device_contiguous_dtype, tensor::CubeTensor,
+    kernel::into_contiguous, ops::numeric::empty_device_contiguous_dtype, tensor::CubeTensor, BoolElement, CubeBackend,
+    CubeRuntime, FloatElement, IntElement,
 };
 
-use super::backend::{FlashAttentionBackend, reference_backward, reference_forward};
+use super::backend::{reference_backward, reference_forward, FlashAttentionBackend};
 use super::kernels::{
-    MAX_HEAD_DIM, backward_delta::launch_delta, backward_dkdv::launch_dkdv, backward_dq::launch_dq,
-    forward::launch_forward,
+    backward_delta::launch_delta, backward_dkdv::launch_dkdv, backward_dq::launch_dq, forward::launch_forward,
+    MAX_HEAD_DIM,
 };
 
 impl<R, F, I, BT> FlashAttentionBackend for CubeBackend<R, F, I, BT>
@@ -102,14 +102,12 @@ pub fn backward<R: CubeRuntime>(
     scale: f32,
 ) -> (CubeTensor<R>, CubeTensor<R>, CubeTensor<R>) {
     let (q, k, v) = (into_contiguous(q), into_contiguous(k), into_contiguous(v));
-    let (o, d_o) = (into_contiguous(o), into_contiguous(d_o));
-    let lse = into_contiguous(lse);
     assert_eq!(lse.dtype, DType::F32, "flash attention: lse must be F32");
-    let d_o = if d_o.dtype == q.dtype {
-        d_o
-    } else {
-        burn_cubecl::kernel::cast(d_o, q.dtype)
-    };
+    // An upstream gradient of another dtype is cast first (the cast's output may be pitched on CUDA, so
+    // `into_contiguous` comes after it).
+    let d_o = if d_o.dtype == q.dtype { d_o } else { burn_cubecl::kernel::cast(d_o, q.dtype) };
+    let o = if o.dtype == q.dtype { o } else { burn_cubecl::kernel::cast(o, q.dtype) };
+    let (o, d_o, lse) = (into_contiguous(o), into_contiguous(d_o), into_contiguous(lse));
     let [bh, nq, _] = q.meta.shape().dims::<3>();
 
     let delta = empty(&q, Shape::new([bh, nq]), DType::F32);
@@ -127,7 +125,6 @@ pub fn backward<R: CubeRuntime>(
 /// element the kernels forget to write fails the comparison).
 pub mod raw {
     pub use super::super::kernels::{
-        backward_delta::launch_delta, backward_dkdv::launch_dkdv, backward_dq::launch_dq,
-        forward::launch_forward,
+        backward_delta::launch_delta, backward_dkdv::launch_dkdv, backward_dq::launch_dq, forward::launch_forward,
     };
 }

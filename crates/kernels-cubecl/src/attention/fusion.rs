@@ -10,8 +10,8 @@ use core::marker::PhantomData;
 use burn::backend::ir::{CustomOpIr, HandleContainer, OperationIr, OperationOutput, TensorIr};
 use burn::tensor::{DType, Shape};
 use burn_fusion::{
-    Fusion, FusionBackend, FusionRuntime, FusionTensor,
     stream::{Operation, OperationStreams},
+    Fusion, FusionBackend, FusionRuntime, FusionTensor,
 };
 
 use super::backend::FlashAttentionBackend;
@@ -80,17 +80,9 @@ impl<B: FusionBackend + FlashAttentionBackend> FlashAttentionBackend for Fusion<
         let streams = OperationStreams::with_inputs([&q, &k, &v]);
         let o = TensorIr::uninit(client.create_empty_handle(), Shape::new([qs[0], qs[1], vs[2]]), dtype);
         let lse = TensorIr::uninit(client.create_empty_handle(), Shape::new([qs[0], qs[1]]), DType::F32);
-        let desc = CustomOpIr::new(
-            "flash_attention_forward",
-            &[q.into_ir(), k.into_ir(), v.into_ir()],
-            &[o, lse],
-        );
+        let desc = CustomOpIr::new("flash_attention_forward", &[q.into_ir(), k.into_ir(), v.into_ir()], &[o, lse]);
         let [o, lse] = client
-            .register(
-                streams,
-                OperationIr::Custom(desc.clone()),
-                FlashFwdOp::<B> { desc, scale, _b: PhantomData },
-            )
+            .register(streams, OperationIr::Custom(desc.clone()), FlashFwdOp::<B> { desc, scale, _b: PhantomData })
             .outputs::<2>();
         (o, lse)
     }
@@ -103,11 +95,7 @@ impl<B: FusionBackend + FlashAttentionBackend> FlashAttentionBackend for Fusion<
         lse: FusionTensor<B::FusionRuntime>,
         d_o: FusionTensor<B::FusionRuntime>,
         scale: f32,
-    ) -> (
-        FusionTensor<B::FusionRuntime>,
-        FusionTensor<B::FusionRuntime>,
-        FusionTensor<B::FusionRuntime>,
-    ) {
+    ) -> (FusionTensor<B::FusionRuntime>, FusionTensor<B::FusionRuntime>, FusionTensor<B::FusionRuntime>) {
         let (qs, ks, vs) = (dims3(&q), dims3(&k), dims3(&v));
         check_shapes(&qs, &ks, &vs);
         let client = q.client.clone();
@@ -119,22 +107,11 @@ impl<B: FusionBackend + FlashAttentionBackend> FlashAttentionBackend for Fusion<
         let dv = TensorIr::uninit(client.create_empty_handle(), Shape::new(vs), dtype);
         let desc = CustomOpIr::new(
             "flash_attention_backward",
-            &[
-                q.into_ir(),
-                k.into_ir(),
-                v.into_ir(),
-                o.into_ir(),
-                lse.into_ir(),
-                d_o.into_ir(),
-            ],
+            &[q.into_ir(), k.into_ir(), v.into_ir(), o.into_ir(), lse.into_ir(), d_o.into_ir()],
             &[dq, dk, dv],
         );
         let [dq, dk, dv] = client
-            .register(
-                streams,
-                OperationIr::Custom(desc.clone()),
-                FlashBwdOp::<B> { desc, scale, _b: PhantomData },
-            )
+            .register(streams, OperationIr::Custom(desc.clone()), FlashBwdOp::<B> { desc, scale, _b: PhantomData })
             .outputs::<3>();
         (dq, dk, dv)
     }

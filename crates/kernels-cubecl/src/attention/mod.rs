@@ -21,7 +21,7 @@ mod module;
 #[cfg(test)]
 mod tests;
 
-pub use backend::{FlashAttentionBackend, reference_backward, reference_forward};
+pub use backend::{reference_backward, reference_forward, FlashAttentionBackend};
 pub use module::{FlashMultiHeadAttention, FlashMultiHeadAttentionConfig};
 
 use burn::tensor::{Tensor, TensorPrimitive};

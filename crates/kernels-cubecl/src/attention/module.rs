@@ -3,10 +3,10 @@
 //! records and weights carry over; see [`FlashMultiHeadAttention::from_mha`]). No mask, no dropout.
 use burn::config::Config;
 use burn::module::Module;
-use burn::nn::{Linear, LinearConfig, attention::MultiHeadAttention};
-use burn::tensor::{Tensor, backend::Backend};
+use burn::nn::{attention::MultiHeadAttention, Linear, LinearConfig};
+use burn::tensor::{backend::Backend, Tensor};
 
-use super::{FlashAttentionBackend, flash_attention};
+use super::{flash_attention, FlashAttentionBackend};
 
 /// Configuration of [`FlashMultiHeadAttention`].
 #[derive(Config, Debug)]
@@ -29,11 +29,7 @@ impl FlashMultiHeadAttentionConfig {
             self.n_heads,
             self.d_model
         );
-        let linear = || {
-            LinearConfig::new(self.d_model, self.d_model)
-                .with_bias(self.bias)
-                .init(device)
-        };
+        let linear = || LinearConfig::new(self.d_model, self.d_model).with_bias(self.bias).init(device);
         FlashMultiHeadAttention {
             query: linear(),
             key: linear(),
@@ -93,9 +89,7 @@ impl<B: FlashAttentionBackend> FlashMultiHeadAttention<B> {
         let [b, nq, _] = query.dims();
         let heads = |x: Tensor<B, 3>, lin: &Linear<B>| {
             let [b, n, _] = x.dims();
-            lin.forward(x)
-                .reshape([b, n, self.n_heads, self.head_dim()])
-                .swap_dims(1, 2)
+            lin.forward(x).reshape([b, n, self.n_heads, self.head_dim()]).swap_dims(1, 2)
         };
         let q = heads(query, &self.query);
         let k = heads(key, &self.key);

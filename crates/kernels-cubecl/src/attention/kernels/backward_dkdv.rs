@@ -20,9 +20,9 @@
 //! loop by the tile's valid length; out-of-range key units compute on zeros and never write.
 use cubecl::prelude::*;
 
-use burn_cubecl::{CubeRuntime, tensor::CubeTensor};
+use burn_cubecl::{tensor::CubeTensor, CubeRuntime};
 
-use super::{ROWS_PER_CUBE, shared_budget, tile_rows};
+use super::{shared_budget, tile_rows, ROWS_PER_CUBE};
 
 /// FA2 dK/dV. `q: [BH, nq, dk]`, `k: [BH, nk, dk]`, `v: [BH, nk, dv]`, `d_o: [BH, nq, dv]`,
 /// `lse`, `delta`: f32 `[BH, nq]` → `dk_out: [BH, nk, dk]`, `dv_out: [BH, nk, dv]`. All contiguous.
@@ -176,6 +176,7 @@ pub fn launch_dkdv<R: CubeRuntime>(
     dv_out: &CubeTensor<R>,
     scale: f32,
 ) {
+    super::assert_tight("launch_dkdv", &[q, k, v, d_o, lse, delta, dk_out, dv_out]);
     let [bh, nq, dk] = q.meta.shape().dims::<3>();
     let [_, nk, _] = k.meta.shape().dims::<3>();
     let [_, _, dv] = v.meta.shape().dims::<3>();

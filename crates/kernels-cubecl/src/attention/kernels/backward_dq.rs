@@ -20,9 +20,9 @@
 //! out-of-range query units compute on zeros and never write.
 use cubecl::prelude::*;
 
-use burn_cubecl::{CubeRuntime, tensor::CubeTensor};
+use burn_cubecl::{tensor::CubeTensor, CubeRuntime};
 
-use super::{ROWS_PER_CUBE, shared_budget, tile_rows};
+use super::{shared_budget, tile_rows, ROWS_PER_CUBE};
 
 /// FA2 dQ. Shapes as in [`super::backward_dkdv::flash_bwd_dkdv_kernel`]; writes `dq_out: [BH, nq, dk]`.
 /// `block_m` must equal the cube's unit count.
@@ -156,6 +156,7 @@ pub fn launch_dq<R: CubeRuntime>(
     dq_out: &CubeTensor<R>,
     scale: f32,
 ) {
+    super::assert_tight("launch_dq", &[q, k, v, d_o, lse, delta, dq_out]);
     let [bh, nq, dk] = q.meta.shape().dims::<3>();
     let [_, nk, _] = k.meta.shape().dims::<3>();
     let [_, _, dv] = v.meta.shape().dims::<3>();

@@ -28,9 +28,9 @@
 //! length; out-of-range query units compute on zeros and never write. All accumulation is `f32`.
 use cubecl::prelude::*;
 
-use burn_cubecl::{CubeRuntime, tensor::CubeTensor};
+use burn_cubecl::{tensor::CubeTensor, CubeRuntime};
 
-use super::{ROWS_PER_CUBE, shared_budget, tile_rows};
+use super::{shared_budget, tile_rows, ROWS_PER_CUBE};
 
 /// Running-max start value (finite: WGSL has no `-inf` literal).
 const NEG_BIG: f32 = -1.0e30;
@@ -179,6 +179,7 @@ pub fn launch_forward<R: CubeRuntime>(
     lse: &CubeTensor<R>,
     scale: f32,
 ) {
+    super::assert_tight("launch_forward", &[q, k, v, o, lse]);
     let [bh, nq, dk] = q.meta.shape().dims::<3>();
     let [_, nk, _] = k.meta.shape().dims::<3>();
     let [_, _, dv] = v.meta.shape().dims::<3>();

@@ -22,7 +22,7 @@ pub mod backward_dkdv;
 pub mod backward_dq;
 pub mod forward;
 
-use burn_cubecl::{CubeRuntime, tensor::CubeTensor};
+use burn_cubecl::{tensor::CubeTensor, CubeRuntime};
 
 /// Units (threads) per cube for the kernels where one unit owns one row of the "outer" sequence.
 pub(crate) const ROWS_PER_CUBE: usize = 64;
@@ -52,3 +52,17 @@ pub(crate) fn tile_rows(floats_per_row: usize, budget_bytes: usize) -> usize {
 /// Head dims the CubeCL kernels are built for (`D` is a comptime value, so every dim is its own kernel).
 /// Anything up to this bound works; 16, 32, 64 and 128 are the tested ones.
 pub const MAX_HEAD_DIM: usize = 256;
+
+/// Panics unless every tensor has tight row-major strides (the kernels index linearly). Note that on CUDA
+/// `empty_device_dtype`/`from_data` may return pitched rows: allocate outputs with
+/// `empty_device_contiguous_dtype` and pass inputs through `into_contiguous`.
+pub(crate) fn assert_tight<R: CubeRuntime>(what: &str, tensors: &[&CubeTensor<R>]) {
+    for (i, t) in tensors.iter().enumerate() {
+        assert!(
+            t.is_contiguous(),
+            "{what}: tensor #{i} (shape {:?}, strides {:?}) is not tightly contiguous",
+            t.meta.shape(),
+            t.meta.strides()
+        );
+    }
+}

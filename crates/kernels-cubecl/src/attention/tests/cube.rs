@@ -1,8 +1,8 @@
 //! Runtime-generic checks of the CubeCL kernels (instantiated by the `wgpu` and `cuda` test modules).
 #![allow(dead_code)]
 
-use burn::tensor::{DType, Tensor, TensorPrimitive};
-use burn_cubecl::{BoolElement, CubeBackend, CubeRuntime, tensor::CubeTensor};
+use burn::tensor::{DType, Shape, Tensor, TensorPrimitive};
+use burn_cubecl::{kernel::into_contiguous, tensor::CubeTensor, BoolElement, CubeBackend, CubeRuntime};
 
 use super::*;
 use crate::attention::cube::raw;
@@ -15,7 +15,9 @@ fn upload<R: CubeRuntime, BT: BoolElement, const D: usize>(
     dtype: DType,
     device: &R::Device,
 ) -> CubeTensor<R> {
-    tensor::<Cb<R, BT>, D>(data, shape, dtype, device).into_primitive().tensor()
+    // CUDA may hand out pitched rows for `from_data`; the raw launchers need tight rows (the op calls
+    // `into_contiguous` itself, which copies pitched tensors into tight ones).
+    into_contiguous(tensor::<Cb<R, BT>, D>(data, shape, dtype, device).into_primitive().tensor())
 }
 
 /// A tensor filled with NaN (so an element the kernel does not write fails the comparison).
@@ -24,9 +26,11 @@ fn poisoned<R: CubeRuntime, BT: BoolElement, const D: usize>(
     dtype: DType,
     device: &R::Device,
 ) -> CubeTensor<R> {
-    let t = Tensor::<Cb<R, BT>, D>::full(shape, f32::NAN, device);
-    let t = if t.dtype() == dtype { t } else { t.cast(dtype) };
-    t.into_primitive().tensor()
+    // Filled as a 1-D tensor (never pitched), then viewed with the target shape and tight strides.
+    let n = shape.iter().product::<usize>();
+    let t = Tensor::<Cb<R, BT>, 1>::full([n], f32::NAN, device);
+    let t: CubeTensor<R> = if t.dtype() == dtype { t } else { t.cast(dtype) }.into_primitive().tensor();
+    CubeTensor::new_contiguous(t.client, t.device, Shape::new(shape), t.handle, t.dtype)
 }
 
 fn download<R: CubeRuntime, BT: BoolElement, const D: usize>(t: CubeTensor<R>) -> Vec<f32> {
@@ -71,9 +75,8 @@ pub(crate) fn check_kernels<R: CubeRuntime, BT: BoolElement>(
 
     let delta = poisoned::<R, BT, 2>([bh, nq], DType::F32, device);
     raw::launch_delta(&o_in, &d_o, &delta);
-    let delta_want: Vec<f64> = (0..bh * nq)
-        .map(|r| (0..dv).map(|d| o_ref[r * dv + d] as f64 * x.d_o[r * dv + d] as f64).sum())
-        .collect();
+    let delta_want: Vec<f64> =
+        (0..bh * nq).map(|r| (0..dv).map(|d| o_ref[r * dv + d] as f64 * x.d_o[r * dv + d] as f64).sum()).collect();
     assert_close("delta", &download::<R, BT, 2>(delta.clone()), &delta_want, 1e-5);
 
     let dq = poisoned::<R, BT, 3>([bh, nq, dk], dtype, device);

@@ -6,13 +6,13 @@
 //!   CI, small shapes) and `cuda` (test names contain `cuda`; CI skips them).
 
 mod cube;
-mod reference;
 #[cfg(feature = "cuda")]
 mod cuda;
+mod reference;
 #[cfg(feature = "wgpu")]
 mod wgpu;
 
-use burn::tensor::{DType, Tensor, TensorData, backend::Backend};
+use burn::tensor::{backend::Backend, DType, Tensor, TensorData};
 
 /// Problem size: `bh` heads of `q [nq, dk]`, `k [nk, dk]`, `v [nk, dv]`.
 #[derive(Clone, Copy, Debug)]
@@ -48,9 +48,7 @@ impl Rng {
     }
     /// Uniform in `[-amp, amp)`.
     pub fn uniform(&mut self, n: usize, amp: f32) -> Vec<f32> {
-        (0..n)
-            .map(|_| ((self.next_u64() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * amp)
-            .collect()
+        (0..n).map(|_| ((self.next_u64() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * amp).collect()
     }
 }
 
@@ -170,10 +168,7 @@ pub(crate) fn rel_err(name: &str, got: &[f32], want: &[f64]) -> f64 {
         panic!("{name}: non-finite value {} at flat index {i} (unwritten or overflow)", got[i]);
     }
     let scale = want.iter().fold(0.0f64, |a, &b| a.max(b.abs())).max(1e-2);
-    let err = got
-        .iter()
-        .zip(want)
-        .fold(0.0f64, |a, (&g, &w)| a.max((g as f64 - w).abs()));
+    let err = got.iter().zip(want).fold(0.0f64, |a, (&g, &w)| a.max((g as f64 - w).abs()));
     err / scale
 }
 
@@ -194,7 +189,11 @@ pub(crate) fn tensor<B: Backend, const D: usize>(
     device: &B::Device,
 ) -> Tensor<B, D> {
     let t = Tensor::<B, D>::from_data(TensorData::new(data.to_vec(), shape), device);
-    if t.dtype() == dtype { t } else { t.cast(dtype) }
+    if t.dtype() == dtype {
+        t
+    } else {
+        t.cast(dtype)
+    }
 }
 
 /// Shapes for the fast (CPU) backends: tails, `Nq ≠ Nk`, every tested head dim, `Dk ≠ Dv`, `BH > 1`.

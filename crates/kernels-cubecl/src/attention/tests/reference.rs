@@ -48,7 +48,9 @@ fn reference_flex_f16_forward() {
 }
 
 /// `FlashMultiHeadAttention` built from a Burn `MultiHeadAttention` gives the same output.
-pub(crate) fn check_module_matches_mha<Bk: FlashAttentionBackend>(device: &Bk::Device, seed: u64) {
+/// `tol`: 1e-4 on f32-exact backends; CUDA's matmuls inside burn's MHA gave 4e-4 (TF32-like), so the CUDA
+/// test passes a looser bound (the flash kernels themselves match the f64 reference to ~1e-6 there).
+pub(crate) fn check_module_matches_mha<Bk: FlashAttentionBackend>(device: &Bk::Device, seed: u64, tol: f64) {
     use burn::nn::attention::{MhaInput, MultiHeadAttentionConfig};
     let (b, n, d_model, heads) = (2, 37, 64, 4);
     let mha = MultiHeadAttentionConfig::new(d_model, heads).with_dropout(0.0).init::<Bk>(device);
@@ -59,12 +61,12 @@ pub(crate) fn check_module_matches_mha<Bk: FlashAttentionBackend>(device: &Bk::D
     let got = flash.forward(x);
     assert_eq!(got.dims(), [b, n, d_model]);
     let want: Vec<f64> = to_vec(want).into_iter().map(f64::from).collect();
-    assert_close("mha output", &to_vec(got), &want, 1e-4);
+    assert_close("mha output", &to_vec(got), &want, tol);
 }
 
 #[test]
 fn reference_module_matches_burn_mha() {
-    check_module_matches_mha::<B>(&Default::default(), 400);
+    check_module_matches_mha::<B>(&Default::default(), 400, 1e-4);
 }
 
 #[test]
