@@ -1,4 +1,5 @@
 //! One integration-test binary (linking is slow here): every module below is a test suite.
+mod detector;
 mod model_parity;
 mod model_shape;
 mod preprocess;
