@@ -116,3 +116,23 @@ fn bad_inputs_give_clear_errors() {
     let det = detector(&fixture("assets/yolo26n-calib.pt"), DecodeMode::EndToEnd, 0.25);
     assert!(det.detect(b"not an image").is_err());
 }
+
+/// `--half`: parameters and input in f16 (accumulation as the backend does it). The detections above
+/// conf 0.1 must match the f32 ones (same class, boxes within 2 px, scores within 0.01) on Flex.
+#[test]
+fn half_precision_matches_f32_on_flex() {
+    let pt = fixture("assets/yolo26n-calib.pt");
+    let f32_dets = run(&detector(&pt, DecodeMode::EndToEnd, 0.1), "assets/bus.png");
+    let opts = DetectorOptions { conf: 0.1, mode: DecodeMode::EndToEnd, half: true, ..Default::default() };
+    let half = Detector::<Flex>::new(Scale::N, &pt, None, opts, &Default::default()).expect("f16 detector builds");
+    let half_dets = run(&half, "assets/bus.png");
+    assert!(!f32_dets.is_empty(), "some detections at conf 0.1");
+    for d in &f32_dets {
+        let hit = half_dets.iter().any(|h| {
+            h.class_id == d.class_id
+                && (h.score - d.score).abs() <= 0.01
+                && (0..4).all(|i| (h.xyxy[i] - d.xyxy[i]).abs() <= 2.0)
+        });
+        assert!(hit, "f32 detection {d:?} has no f16 partner in {half_dets:?}");
+    }
+}

@@ -5,3 +5,4 @@
 //! trait's default methods, any other backend (plain tensor ops: the reference). See the crate README.
 
 pub mod attention;
+pub mod topk;

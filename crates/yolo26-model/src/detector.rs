@@ -16,6 +16,7 @@ use crate::fuse::FoldBn;
 use crate::load::{cast_floats, load_weights, LoadError};
 use crate::model::Yolo26;
 use crate::names::default_names;
+use crate::backend::YoloBackend;
 use crate::postprocess::{
     decode_end2end, decode_one2many, end2end_to_host, non_max_suppression, Anchors, NmsConfig, RawDetection,
 };
@@ -125,7 +126,7 @@ pub fn load_model<B: Backend>(
     Ok(load_weights(model, map)?)
 }
 
-pub struct Detector<B: Backend> {
+pub struct Detector<B: YoloBackend> {
     model: Yolo26<B>,
     names: Vec<String>,
     opts: DetectorOptions,
@@ -133,7 +134,7 @@ pub struct Detector<B: Backend> {
     anchors: Mutex<HashMap<Vec<[usize; 2]>, Anchors<B>>>,
 }
 
-impl<B: Backend> Detector<B> {
+impl<B: YoloBackend> Detector<B> {
     /// `names`: explicit class names; else those stored in the checkpoint; else COCO (80 classes) or `classN`.
     pub fn new(
         scale: Scale,

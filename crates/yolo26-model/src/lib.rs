@@ -1,12 +1,14 @@
 //! YOLO26 (ultralytics 8.4 `yolo26.yaml`, scales n/s/m/l/x) as Burn modules, with weight import/export,
 //! pre/post-processing and a [`detector::Detector`] API.
 
+pub mod backend;
 pub mod config;
 pub mod load;
 pub mod model;
 pub mod nn;
 pub mod weights;
 
+pub use backend::YoloBackend;
 pub use config::{Scale, Yolo26Config};
 pub use model::Yolo26;
 pub mod annotate;

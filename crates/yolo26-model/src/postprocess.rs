@@ -10,6 +10,8 @@ use burn::vision::{Nms, NmsOptions};
 
 use crate::config::STRIDES;
 use crate::nn::head::HeadOutput;
+use kernels_cubecl::topk::topk_rows;
+use crate::backend::YoloBackend;
 
 /// Anchor grid of a given input: cell centres in grid units `[1, 2, A]` and the stride of each anchor `[1, 1, A]`.
 #[derive(Debug, Clone)]
@@ -74,31 +76,19 @@ pub fn decode_one2many<B: Backend>(head: &HeadOutput<B>, anchors: &Anchors<B>) -
     )
 }
 
-/// Indices of the `k` largest values along dim 1, descending. CubeCL backends (wgpu, CUDA) have a device top-k
-/// reduction (it needs `k` smaller than the axis); other backends (Flex has no `argtopk`) sort.
-fn topk_indices<B: Backend>(x: Tensor<B, 2>, k: usize) -> Tensor<B, 2, Int> {
-    let n = x.dims()[1];
-    if k < n && B::name(&x.device()).contains("cubecl") {
-        x.argtopk(k, 1)
-    } else {
-        x.argsort_descending(1).narrow(1, 0, k)
-    }
-}
-
 /// End-to-end decode of the one-to-one head (ultralytics `Detect.postprocess`): boxes xyxy in pixels, top
 /// `k = min(max_det, A)` anchors by best class score, then top-k over those anchors' `k·nc` scores.
 /// Returns `[B, k, 6]` rows `(x1, y1, x2, y2, score, class)` sorted by score, on the device.
-pub fn decode_end2end<B: Backend>(head: &HeadOutput<B>, anchors: &Anchors<B>, max_det: usize) -> Tensor<B, 3> {
+pub fn decode_end2end<B: YoloBackend>(head: &HeadOutput<B>, anchors: &Anchors<B>, max_det: usize) -> Tensor<B, 3> {
     let [b, nc, a] = head.scores.dims();
     let k = max_det.min(a);
     let boxes = decode_boxes(head.boxes.clone(), anchors, false).swap_dims(1, 2); // [B, A, 4]
     let scores = burn::tensor::activation::sigmoid(head.scores.clone()).swap_dims(1, 2); // [B, A, nc]
     let best: Tensor<B, 2> = scores.clone().max_dim(2).squeeze_dim(2); // [B, A]
-    let ori_index = topk_indices(best, k); // [B, k]
+    let (_, ori_index) = topk_rows(best, k); // [B, k], on the device (kernels_cubecl::topk)
     let sel = scores.gather(1, ori_index.clone().unsqueeze_dim::<3>(2).expand([b, k, nc])); // [B, k, nc]
     let flat = sel.reshape([b, k * nc]);
-    let index = topk_indices(flat.clone(), k); // [B, k]
-    let top_scores = flat.gather(1, index.clone());
+    let (top_scores, index) = topk_rows(flat, k); // [B, k]
     let labels = index.clone().remainder_scalar(nc as i64);
     let anchor_slot = index.div_scalar(nc as i64);
     let anchor_idx = ori_index.gather(1, anchor_slot);

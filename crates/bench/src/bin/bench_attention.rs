@@ -1,0 +1,186 @@
+//! Flash Attention 2 (`kernels_cubecl::attention::flash_attention`) against Burn 0.21's built-in
+//! `burn::tensor::module::attention`: forward alone, and forward + backward under `Autodiff` (where Burn's
+//! attention materialises the `N × N` scores and probabilities for its backward).
+//!
+//! For each shape and dtype it prints the median time (µs), TFLOP/s (forward `4·B·H·N²·D`; forward +
+//! backward counted as 3.5× the forward, FA2's convention) and the device memory held after the forward
+//! (Autodiff graph alive, i.e. what the backward keeps), measured with CubeCL's `memory_usage()`.
+//!
+//! ```text
+//! bench-attention --device cuda            # the H200 run recorded in docs/BENCHMARKS.md
+//! bench-attention --device wgpu --quick    # small shapes only
+//! ```
+use std::time::Duration;
+
+use burn::backend::Autodiff;
+use burn::tensor::backend::Backend;
+use burn::tensor::module::attention;
+use burn::tensor::ops::AttentionModuleOptions;
+use burn::tensor::{DType, Distribution, Tensor};
+use clap::Parser;
+use kernels_cubecl::attention::{flash_attention, FlashAttentionBackend};
+use yolo26_bench::{median_us, tflops};
+
+#[derive(Parser)]
+struct Args {
+    /// cuda | wgpu (whichever is compiled in)
+    #[arg(long, default_value = "cuda")]
+    device: String,
+    /// Only the PSA-like shapes with B = 1 (for slow devices)
+    #[arg(long)]
+    quick: bool,
+    /// Skip Burn's attention on shapes whose N×N scores exceed this many GiB (per tensor)
+    #[arg(long, default_value_t = 40.0)]
+    max_scores_gib: f64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Shape {
+    b: usize,
+    h: usize,
+    n: usize,
+    d: usize,
+}
+
+impl Shape {
+    fn fwd_flops(&self) -> f64 {
+        4.0 * (self.b * self.h) as f64 * (self.n * self.n) as f64 * self.d as f64
+    }
+    fn scores_gib(&self, dtype: DType) -> f64 {
+        (self.b * self.h * self.n * self.n * dtype.size()) as f64 / (1u64 << 30) as f64
+    }
+}
+
+fn inputs<B: Backend>(s: Shape, dtype: DType, dev: &B::Device) -> [Tensor<B, 4>; 3] {
+    let t = || Tensor::<B, 4>::random([s.b, s.h, s.n, s.d], Distribution::Normal(0.0, 1.0), dev).cast(dtype);
+    [t(), t(), t()]
+}
+
+fn burn_attention<B: Backend>(q: Tensor<B, 4>, k: Tensor<B, 4>, v: Tensor<B, 4>, scale: f32) -> Tensor<B, 4> {
+    let opts = AttentionModuleOptions { scale: Some(scale as f64), softcap: None, is_causal: false };
+    attention(q, k, v, None, None, opts)
+}
+
+/// One timed configuration: median µs and the bytes in use after the forward (graph alive).
+fn time<B: Backend>(dev: &B::Device, mut run: impl FnMut() -> u64) -> (f64, u64) {
+    let mut held = 0;
+    let us = median_us(
+        || {
+            held = held.max(run());
+            B::sync(dev).expect("device sync");
+        },
+        2,
+        3,
+        50,
+        Duration::from_millis(600),
+    );
+    (us, held)
+}
+
+fn bench_shape<B: FlashAttentionBackend>(s: Shape, dtype: DType, dev: &B::Device, mem: &dyn Fn() -> u64, max_gib: f64)
+where
+    Autodiff<B>: FlashAttentionBackend,
+{
+    let scale = 1.0 / (s.d as f32).sqrt();
+    let flops = s.fwd_flops();
+    let burn_ok = s.scores_gib(dtype) <= max_gib;
+    let dt = format!("{dtype:?}").to_lowercase();
+    let label = format!("B{} H{} N{} D{} {dt}", s.b, s.h, s.n, s.d);
+    let row = |what: &str, us: f64, f: f64, held: Option<u64>| {
+        let held = held.map(|b| format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64)).unwrap_or_else(|| "-".into());
+        println!("| {label} | {what} | {us:.1} | {:.2} | {held} |", tflops(f, us));
+    };
+
+    // forward
+    let [q, k, v] = inputs::<B>(s, dtype, dev);
+    B::sync(dev).unwrap();
+    let (us, _) = time::<B>(dev, || {
+        let _o = flash_attention(q.clone(), k.clone(), v.clone(), scale);
+        B::sync(dev).unwrap();
+        0
+    });
+    row("FA2 forward", us, flops, None);
+    if burn_ok {
+        let (us, _) = time::<B>(dev, || {
+            let _o = burn_attention(q.clone(), k.clone(), v.clone(), scale);
+            B::sync(dev).unwrap();
+            0
+        });
+        row("burn attention forward", us, flops, None);
+    }
+
+    // forward + backward
+    type A<B> = Autodiff<B>;
+    let [q, k, v] = [q, k, v].map(|t| Tensor::<A<B>, 4>::from_inner(t).require_grad());
+    let base = mem();
+    let (us, held) = time::<A<B>>(dev, || {
+        let o = flash_attention(q.clone(), k.clone(), v.clone(), scale);
+        B::sync(dev).unwrap();
+        let held = mem().saturating_sub(base);
+        let _g = o.sum().backward();
+        held
+    });
+    row("FA2 forward+backward", us, 3.5 * flops, Some(held));
+    if burn_ok {
+        let (us, held) = time::<A<B>>(dev, || {
+            let o = burn_attention(q.clone(), k.clone(), v.clone(), scale);
+            B::sync(dev).unwrap();
+            let held = mem().saturating_sub(base);
+            let _g = o.sum().backward();
+            held
+        });
+        row("burn autodiff attention forward+backward", us, 3.5 * flops, Some(held));
+    } else {
+        println!("| {label} | burn attention | skipped: scores {:.1} GiB per tensor | | |", s.scores_gib(dtype));
+    }
+}
+
+fn run_all<B: FlashAttentionBackend>(dev: B::Device, mem: &dyn Fn() -> u64, quick: bool, max_gib: f64)
+where
+    Autodiff<B>: FlashAttentionBackend,
+{
+    let mut shapes = Vec::new();
+    for b in if quick { vec![1] } else { vec![1, 64] } {
+        for h in [2, 4] {
+            for d in [32, 64] {
+                shapes.push(Shape { b, h, n: 400, d });
+            }
+        }
+    }
+    if !quick {
+        shapes.push(Shape { b: 16, h: 8, n: 4096, d: 64 });
+    }
+    println!("| shape | op | median µs | TFLOP/s | memory held after forward |");
+    println!("|---|---|---|---|---|");
+    for dtype in [DType::F32, DType::F16] {
+        for &s in &shapes {
+            bench_shape::<B>(s, dtype, &dev, mem, max_gib);
+        }
+    }
+}
+
+fn main() {
+    let args = Args::parse();
+    match args.device.as_str() {
+        #[cfg(feature = "cuda")]
+        "cuda" => {
+            use cubecl::Runtime;
+            let dev = burn::backend::cuda::CudaDevice::new(0);
+            let client = cubecl::cuda::CudaRuntime::client(&dev);
+            let mem = move || client.memory_usage().map(|m| m.bytes_in_use).unwrap_or(0);
+            run_all::<burn::backend::Cuda>(dev, &mem, args.quick, args.max_scores_gib);
+        }
+        #[cfg(feature = "wgpu")]
+        "wgpu" => {
+            use cubecl::Runtime;
+            let dev = burn::backend::wgpu::WgpuDevice::DefaultDevice;
+            let client = cubecl::wgpu::WgpuRuntime::client(&dev);
+            let mem = move || client.memory_usage().map(|m| m.bytes_in_use).unwrap_or(0);
+            run_all::<burn::backend::Wgpu>(dev, &mem, args.quick, args.max_scores_gib);
+        }
+        other => {
+            eprintln!("bench-attention: device '{other}' is not compiled in (features: cuda, wgpu)");
+            std::process::exit(2);
+        }
+    }
+}
