@@ -1,0 +1,216 @@
+//! YOLO26 detection loss: ultralytics 8.4.190 `v8DetectionLoss` with `reg_max = 1` (CIoU box loss, L1 on
+//! image-size-normalised LTRB distances instead of DFL, BCE class loss) and `E2ELoss` (one2many + one2one
+//! branches mixed by the ProgLoss schedule).
+//!
+//! Layouts: raw head outputs as `Detect` returns them, `boxes [B, 4, A]` (LTRB distances in grid units, may be
+//! negative) and `scores [B, nc, A]` (logits); anchors from [`Anchors`] (`points [1, 2, A]` grid units,
+//! `strides [1, 1, A]`); ground truth padded as [`GtBoxes`] (xyxy pixels). Each loss term is a `[1]` tensor
+//! already multiplied by its gain and by the batch size, as ultralytics returns it. Everything stays on the
+//! device (no host sync); gradients flow into the raw predictions only (the assigner sees detached copies).
+
+use burn::prelude::*;
+use yolo26_model::nn::head::HeadOutput;
+use yolo26_model::postprocess::Anchors;
+
+use crate::assigner::{Assignment, GtBoxes, TaskAlignedAssigner};
+use crate::ops::{bce_with_logits, ciou_loss};
+
+/// Loss gains (ultralytics `cfg/default.yaml`: `box 7.5`, `cls 0.5`, `dfl 1.5` — the latter weighs L1 here).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LossGains {
+    pub box_gain: f64,
+    pub cls_gain: f64,
+    pub l1_gain: f64,
+}
+
+impl Default for LossGains {
+    fn default() -> Self {
+        LossGains { box_gain: 7.5, cls_gain: 0.5, l1_gain: 1.5 }
+    }
+}
+
+/// The three loss items of one branch (ultralytics `box_loss`, `cls_loss`, `l1_loss`), each `[1]`,
+/// gain × batch size applied.
+#[derive(Debug, Clone)]
+pub struct LossTerms<B: Backend> {
+    pub box_loss: Tensor<B, 1>,
+    pub cls_loss: Tensor<B, 1>,
+    pub l1_loss: Tensor<B, 1>,
+}
+
+impl<B: Backend> LossTerms<B> {
+    /// `box + cls + l1` (what the trainer back-props: ultralytics `loss.sum()`).
+    pub fn total(&self) -> Tensor<B, 1> {
+        self.box_loss.clone() + self.cls_loss.clone() + self.l1_loss.clone()
+    }
+
+    /// `a·self + b·other`, term by term.
+    pub fn mix(&self, a: f64, other: &Self, b: f64) -> Self {
+        let f = |x: &Tensor<B, 1>, y: &Tensor<B, 1>| x.clone() * a + y.clone() * b;
+        LossTerms {
+            box_loss: f(&self.box_loss, &other.box_loss),
+            cls_loss: f(&self.cls_loss, &other.cls_loss),
+            l1_loss: f(&self.l1_loss, &other.l1_loss),
+        }
+    }
+}
+
+/// ultralytics `v8DetectionLoss(model, tal_topk, tal_topk2)` for a `reg_max = 1` head.
+#[derive(Debug, Clone)]
+pub struct DetectionLoss {
+    pub assigner: TaskAlignedAssigner,
+    pub gains: LossGains,
+}
+
+impl DetectionLoss {
+    pub fn new(num_classes: usize, topk: usize, topk2: Option<usize>, gains: LossGains) -> Self {
+        DetectionLoss { assigner: TaskAlignedAssigner::new(topk, topk2, num_classes), gains }
+    }
+
+    /// `v8DetectionLoss.loss(preds, batch)[0]` as terms.
+    pub fn forward<B: Backend>(&self, head: &HeadOutput<B>, anchors: &Anchors<B>, gt: &GtBoxes<B>) -> LossTerms<B> {
+        self.forward_with_assignment(head, anchors, gt).0
+    }
+
+    /// [`Self::forward`] plus the assigner's output (`get_assigned_targets_and_loss`).
+    /// The input size is taken from the first feature map: `imgsz = feat_shapes[0] · stride[0]`.
+    pub fn forward_with_assignment<B: Backend>(
+        &self,
+        head: &HeadOutput<B>,
+        anchors: &Anchors<B>,
+        gt: &GtBoxes<B>,
+    ) -> (LossTerms<B>, Assignment<B>) {
+        let [b, _, a] = head.boxes.dims();
+        let pred_dist = head.boxes.clone().swap_dims(1, 2); // [B, A, 4]
+        let pred_scores = head.scores.clone().swap_dims(1, 2); // [B, A, C]
+        let anc = anchors.points.clone().reshape([2, a]).swap_dims(0, 1); // [A, 2] grid units
+        let stride = anchors.strides.clone().reshape([1, a, 1]); // [1, A, 1]
+        let anc3 = anc.clone().unsqueeze_dim::<3>(0); // [1, A, 2]
+        let [fh, fw] = anchors.feat_shapes[0];
+        let s0 = yolo26_model::config::STRIDES[0] as f64;
+        let (img_h, img_w) = (fh as f64 * s0, fw as f64 * s0);
+
+        // bbox_decode (reg_max = 1: the raw distances are the LTRB), xyxy grid units
+        let pred_bboxes = Tensor::cat(
+            vec![anc3.clone() - pred_dist.clone().narrow(2, 0, 2), anc3.clone() + pred_dist.clone().narrow(2, 2, 2)],
+            2,
+        );
+        let asg = self.assigner.assign(
+            burn::tensor::activation::sigmoid(pred_scores.clone().detach()),
+            pred_bboxes.clone().detach() * stride.clone(),
+            anc * stride.clone().reshape([a, 1]),
+            gt,
+        );
+        let target_scores_sum = asg.target_scores.clone().sum().clamp_min(1.0); // [1], on the device
+
+        let cls = bce_with_logits(pred_scores, asg.target_scores.clone()).sum() / target_scores_sum.clone();
+
+        // BboxLoss.forward: dense over anchors, background weighted by zero (no nonzero → no host sync).
+        let fg = asg.fg_mask.clone().unsqueeze_dim::<3>(2); // [B, A, 1]
+        let weight = asg.target_scores.clone().sum_dim(2) * fg.clone(); // [B, A, 1]
+        let target_bboxes = asg.target_bboxes.clone() / stride.clone(); // grid units
+                                                                        // background lanes get a harmless unit box so nothing non-finite enters the graph there
+        let bg = fg.clone().lower_elem(0.5).expand([b, a, 4]);
+        let unit = Tensor::<B, 1>::from_floats([0.0, 0.0, 1.0, 1.0], &fg.device()).reshape([1, 1, 4]).expand([b, a, 4]);
+        let iou_loss =
+            ciou_loss(pred_bboxes.mask_where(bg.clone(), unit.clone()), target_bboxes.clone().mask_where(bg, unit));
+        let box_loss = (iou_loss * weight.clone()).sum() / target_scores_sum.clone();
+
+        // L1 on LTRB distances × stride, x by image width, y by image height
+        let norm = Tensor::<B, 1>::from_floats([img_w, img_h, img_w, img_h], &fg.device()).reshape([1, 1, 4]);
+        let target_ltrb = Tensor::cat(
+            vec![anc3.clone() - target_bboxes.clone().narrow(2, 0, 2), target_bboxes.narrow(2, 2, 2) - anc3],
+            2,
+        );
+        let target_ltrb = target_ltrb * stride.clone() / norm.clone();
+        let pred_ltrb = pred_dist * stride / norm;
+        let l1 = (pred_ltrb - target_ltrb).abs().mean_dim(2) * weight;
+        let l1_loss = l1.sum() / target_scores_sum;
+
+        let bs = b as f64;
+        let terms = LossTerms {
+            box_loss: box_loss * (self.gains.box_gain * bs),
+            cls_loss: cls * (self.gains.cls_gain * bs),
+            l1_loss: l1_loss * (self.gains.l1_gain * bs),
+        };
+        (terms, asg)
+    }
+}
+
+/// ProgLoss one2many weight during epoch `epoch` (0-based) of `epochs`: ultralytics `E2ELoss.decay(updates)` with
+/// `updates = epoch`, `max(1 − e/max(E − 1, 1), 0)·(0.8 − 0.1) + 0.1`. The one2one weight is `max(1 − o2m, 0)`.
+pub fn prog_loss_o2m(epoch: usize, epochs: usize) -> f64 {
+    const O2M_INIT: f64 = 0.8;
+    const O2M_FINAL: f64 = 0.1;
+    let e_max = (epochs as f64 - 1.0).max(1.0);
+    (1.0 - epoch as f64 / e_max).max(0.0) * (O2M_INIT - O2M_FINAL) + O2M_FINAL
+}
+
+/// Output of [`E2ELoss::forward`].
+#[derive(Debug, Clone)]
+pub struct E2ELossOutput<B: Backend> {
+    /// `o2m·L_o2m + o2o·L_o2o`, term by term (ultralytics `E2ELoss.__call__(...)[0]`).
+    pub terms: LossTerms<B>,
+    /// `[1]`: sum of `terms` — the scalar to back-propagate.
+    pub total: Tensor<B, 1>,
+    pub one2many: LossTerms<B>,
+    /// The branch ultralytics logs as loss items.
+    pub one2one: LossTerms<B>,
+}
+
+/// ultralytics `E2ELoss`: one2many branch with `topk = 10`, one2one branch with `topk = 7, topk2 = 1`, mixed by
+/// the ProgLoss weights, which change once per epoch ([`E2ELoss::set_epoch`] / [`E2ELoss::update`]).
+///
+/// Detach contract: in training the one2one head runs on **detached** neck features (ultralytics `x_detach`), so
+/// its loss trains only the one2one head. This loss cannot detach what it is given; the caller builds the
+/// `one2one` [`HeadOutput`] from `feats.detach()` (see `Detect::forward_one2one`).
+#[derive(Debug, Clone)]
+pub struct E2ELoss {
+    pub one2many: DetectionLoss,
+    pub one2one: DetectionLoss,
+    pub epochs: usize,
+    /// Number of `update()` calls so far (= the current 0-based epoch).
+    pub updates: usize,
+    pub o2m: f64,
+    pub o2o: f64,
+}
+
+impl E2ELoss {
+    pub fn new(num_classes: usize, epochs: usize, gains: LossGains) -> Self {
+        let mut s = E2ELoss {
+            one2many: DetectionLoss::new(num_classes, 10, None, gains),
+            one2one: DetectionLoss::new(num_classes, 7, Some(1), gains),
+            epochs,
+            updates: 0,
+            o2m: 0.0,
+            o2o: 0.0,
+        };
+        s.set_epoch(0);
+        s
+    }
+
+    /// Weights in force during `epoch` (also what a resume at `epoch` restores).
+    pub fn set_epoch(&mut self, epoch: usize) {
+        self.updates = epoch;
+        self.o2m = prog_loss_o2m(epoch, self.epochs);
+        self.o2o = (1.0 - self.o2m).max(0.0);
+    }
+
+    /// Called once at the end of every epoch (ultralytics `E2ELoss.update`).
+    pub fn update(&mut self) {
+        self.set_epoch(self.updates + 1);
+    }
+
+    pub fn forward<B: Backend>(
+        &self,
+        one2many: &HeadOutput<B>,
+        one2one: &HeadOutput<B>,
+        anchors: &Anchors<B>,
+        gt: &GtBoxes<B>,
+    ) -> E2ELossOutput<B> {
+        let l_o2m = self.one2many.forward(one2many, anchors, gt);
+        let l_o2o = self.one2one.forward(one2one, anchors, gt);
+        let terms = l_o2m.mix(self.o2m, &l_o2o, self.o2o);
+        E2ELossOutput { total: terms.total(), terms, one2many: l_o2m, one2one: l_o2o }
+    }
+}
