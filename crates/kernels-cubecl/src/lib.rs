@@ -5,8 +5,8 @@
 //! trait's default methods, any other backend (plain tensor ops: the reference). See the crate README.
 
 pub mod attention;
-// pub mod bce;
-// pub mod ciou;
+pub mod bce;
+pub mod ciou;
 pub mod decode;
 mod dtype;
 

@@ -26,7 +26,10 @@ use burn::tensor::{Tensor, TensorPrimitive};
 /// Elementwise `max(x, 0) − x·t + ln(1 + e^{−|x|})` (PyTorch's numerically stable BCE-with-logits), for
 /// `logits` `x` and soft `targets` `t ∈ [0, 1]` of the same shape (any rank; `targets` are cast to
 /// `logits`' dtype). Differentiable w.r.t. `logits` only: `∂L/∂x = σ(x) − t`.
-pub fn bce_with_logits<B: BceWithLogitsBackend, const D: usize>(logits: Tensor<B, D>, targets: Tensor<B, D>) -> Tensor<B, D> {
+pub fn bce_with_logits<B: BceWithLogitsBackend, const D: usize>(
+    logits: Tensor<B, D>,
+    targets: Tensor<B, D>,
+) -> Tensor<B, D> {
     let shape = logits.shape();
     assert_eq!(shape, targets.shape(), "bce_with_logits: logits and targets shapes differ");
     let n = shape.num_elements();

@@ -30,7 +30,11 @@ impl<B: DetectDecodeBackend> Backward<B, 1> for DetectDecodeBackward {
 }
 
 impl<B: DetectDecodeBackend, C: CheckpointStrategy> DetectDecodeBackend for Autodiff<B, C> {
-    fn detect_decode_forward(dist: FloatTensor<Self>, anchors: FloatTensor<Self>, format: BoxFormat) -> FloatTensor<Self> {
+    fn detect_decode_forward(
+        dist: FloatTensor<Self>,
+        anchors: FloatTensor<Self>,
+        format: BoxFormat,
+    ) -> FloatTensor<Self> {
         // Only `dist` is a parent: the anchors are constants (their gradient is never computed).
         match DetectDecodeBackward.prepare::<C>([dist.node.clone()]).compute_bound().stateful() {
             OpsKind::Tracked(prep) => {
@@ -38,7 +42,9 @@ impl<B: DetectDecodeBackend, C: CheckpointStrategy> DetectDecodeBackend for Auto
                 let out = B::detect_decode_forward(dist.primitive, anchors.clone(), format);
                 prep.finish((anchors, format), out)
             }
-            OpsKind::UnTracked(prep) => prep.finish(B::detect_decode_forward(dist.primitive, anchors.primitive, format)),
+            OpsKind::UnTracked(prep) => {
+                prep.finish(B::detect_decode_forward(dist.primitive, anchors.primitive, format))
+            }
         }
     }
 

@@ -11,7 +11,11 @@ use super::BoxFormat;
 /// Backend extension: detect-head box decoding and its gradient w.r.t. the distances.
 pub trait DetectDecodeBackend: Backend {
     /// `boxes = dist2bbox(dist, anchors[0..2], xywh, dim=1) · anchors[2]` (see [`super::BoxFormat`]).
-    fn detect_decode_forward(dist: FloatTensor<Self>, anchors: FloatTensor<Self>, format: BoxFormat) -> FloatTensor<Self> {
+    fn detect_decode_forward(
+        dist: FloatTensor<Self>,
+        anchors: FloatTensor<Self>,
+        format: BoxFormat,
+    ) -> FloatTensor<Self> {
         reference_forward::<Self>(dist, anchors, format)
     }
 
@@ -41,7 +45,11 @@ fn split_anchors<B: Backend>(anchors: FloatTensor<B>, dtype: DType) -> (Tensor<B
 
 /// Reference forward from tensor ops, ultralytics' operation order (`x1y1 = a − lt`, `x2y2 = a + rb`,
 /// `c = (x1y1 + x2y2) / 2`, `wh = x2y2 − x1y1`, then `· stride`), computed in F32 (F64 stays F64).
-pub fn reference_forward<B: Backend>(dist: FloatTensor<B>, anchors: FloatTensor<B>, format: BoxFormat) -> FloatTensor<B> {
+pub fn reference_forward<B: Backend>(
+    dist: FloatTensor<B>,
+    anchors: FloatTensor<B>,
+    format: BoxFormat,
+) -> FloatTensor<B> {
     let dist = wrap::<B, 3>(dist);
     let dtype = dist.dtype();
     let cd = compute_dtype(dtype);
@@ -64,7 +72,11 @@ pub fn reference_forward<B: Backend>(dist: FloatTensor<B>, anchors: FloatTensor<
 
 /// Reference backward: xyxy `d(l, t) = −s·g(x1, y1)`, `d(r, b) = s·g(x2, y2)`; xywh
 /// `d(l, t) = s·(−g(cx, cy)/2 + g(w, h))`, `d(r, b) = s·(g(cx, cy)/2 + g(w, h))`.
-pub fn reference_backward<B: Backend>(anchors: FloatTensor<B>, d_boxes: FloatTensor<B>, format: BoxFormat) -> FloatTensor<B> {
+pub fn reference_backward<B: Backend>(
+    anchors: FloatTensor<B>,
+    d_boxes: FloatTensor<B>,
+    format: BoxFormat,
+) -> FloatTensor<B> {
     let g = wrap::<B, 3>(d_boxes);
     let dtype = g.dtype();
     let cd = compute_dtype(dtype);

@@ -48,7 +48,11 @@ impl BoxFormat {
 /// - returns `[B, 4, A]` in `dist`'s dtype, `(x1, y1, x2, y2)` or `(cx, cy, w, h)` by `format`.
 ///
 /// Differentiable w.r.t. `dist` (the anchors get no gradient).
-pub fn detect_decode<B: DetectDecodeBackend>(dist: Tensor<B, 3>, anchors: Tensor<B, 2>, format: BoxFormat) -> Tensor<B, 3> {
+pub fn detect_decode<B: DetectDecodeBackend>(
+    dist: Tensor<B, 3>,
+    anchors: Tensor<B, 2>,
+    format: BoxFormat,
+) -> Tensor<B, 3> {
     let [b, c, a] = dist.dims();
     let [r, a2] = anchors.dims();
     assert!(

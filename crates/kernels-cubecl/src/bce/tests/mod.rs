@@ -85,7 +85,12 @@ where
         let grads = (loss.clone() * w).sum().backward();
         eprintln!("{} {shape:?} {dtype:?} on {}", x.name, B::name(device));
         worst = worst.max(assert_close("loss", &to_vec(loss), &want_loss, tolerance(dtype)));
-        worst = worst.max(assert_close("d logits", &to_vec(logits.grad(&grads).expect("d logits")), &want_grad, tolerance(dtype)));
+        worst = worst.max(assert_close(
+            "d logits",
+            &to_vec(logits.grad(&grads).expect("d logits")),
+            &want_grad,
+            tolerance(dtype),
+        ));
         assert!(targets.grad(&grads).is_none(), "targets must get no gradient");
     }
     worst

@@ -10,8 +10,14 @@ fn ciou_formula_f64_matches_host() {
     for b in box_sets(6000, DType::F32) {
         let m = b.m();
         let (want, want_alpha) = forward_f64(&b);
-        let p = Tensor::<Flex, 2>::from_data(TensorData::new(b.pred.iter().map(|&x| x as f64).collect(), [m, 4]), (&device, DType::F64));
-        let t = Tensor::<Flex, 2>::from_data(TensorData::new(b.target.iter().map(|&x| x as f64).collect(), [m, 4]), (&device, DType::F64));
+        let p = Tensor::<Flex, 2>::from_data(
+            TensorData::new(b.pred.iter().map(|&x| x as f64).collect(), [m, 4]),
+            (&device, DType::F64),
+        );
+        let t = Tensor::<Flex, 2>::from_data(
+            TensorData::new(b.target.iter().map(|&x| x as f64).collect(), [m, 4]),
+            (&device, DType::F64),
+        );
         let (loss, alpha) = ciou_formula(p, t);
         let e = rel_err_floor(b.name, &to_vec(loss.clone()), &want, 1e-2);
         let got: Vec<f64> = to_vec_f64(loss);
@@ -31,9 +37,8 @@ fn ciou_reference_backward_f64_matches_autodiff() {
     for b in box_sets(6100, DType::F32) {
         let m = b.m();
         let (want_dp, want_dt) = grads_f64(&b);
-        let f64t = |v: &[f32], shape: Vec<usize>| {
-            TensorData::new(v.iter().map(|&x| x as f64).collect::<Vec<f64>>(), shape)
-        };
+        let f64t =
+            |v: &[f32], shape: Vec<usize>| TensorData::new(v.iter().map(|&x| x as f64).collect::<Vec<f64>>(), shape);
         let pred = Tensor::<A, 2>::from_data(f64t(&b.pred, vec![m, 4]), (&device, DType::F64)).require_grad();
         let target = Tensor::<A, 2>::from_data(f64t(&b.target, vec![m, 4]), (&device, DType::F64)).require_grad();
         let w = Tensor::<A, 1>::from_data(f64t(&b.w, vec![m]), (&device, DType::F64));

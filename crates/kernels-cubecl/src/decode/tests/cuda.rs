@@ -28,7 +28,13 @@ fn decode_cuda_kernels() {
 fn decode_cuda_autodiff_grads() {
     let c = Case::new(4, &[(80, 80), (40, 40), (20, 20)], &[8.0, 16.0, 32.0]);
     check_autodiff::<Autodiff<Cuda>>(&device(), &c, BoxFormat::Xyxy, DType::F32, 5100);
-    check_autodiff::<Autodiff<CubeBackend<CudaRuntime, f32, i32, u8>>>(&device(), &c, BoxFormat::Xywh, DType::F32, 5101);
+    check_autodiff::<Autodiff<CubeBackend<CudaRuntime, f32, i32, u8>>>(
+        &device(),
+        &c,
+        BoxFormat::Xywh,
+        DType::F32,
+        5101,
+    );
 }
 
 #[test]

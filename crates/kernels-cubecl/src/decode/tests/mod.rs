@@ -75,9 +75,7 @@ pub(crate) fn reference_f64(c: &Case, x: &Inputs, format: BoxFormat) -> (Vec<f64
             let (ax, ay, s) = (x.anchors[a] as f64, x.anchors[a_n + a] as f64, x.anchors[2 * a_n + a] as f64);
             let (x1, y1, x2, y2) = (ax - d(0), ay - d(1), ax + d(2), ay + d(3));
             let (out, gr) = match format {
-                BoxFormat::Xyxy => {
-                    ([x1 * s, y1 * s, x2 * s, y2 * s], [-g(0) * s, -g(1) * s, g(2) * s, g(3) * s])
-                }
+                BoxFormat::Xyxy => ([x1 * s, y1 * s, x2 * s, y2 * s], [-g(0) * s, -g(1) * s, g(2) * s, g(3) * s]),
                 BoxFormat::Xywh => (
                     [(x1 + x2) / 2.0 * s, (y1 + y2) / 2.0 * s, (x2 - x1) * s, (y2 - y1) * s],
                     [
