@@ -5,3 +5,5 @@
 //! trait's default methods, any other backend (plain tensor ops: the reference). See the crate README.
 
 pub mod attention;
+#[cfg(feature = "wgpu")]
+pub mod snapshot;
