@@ -5,5 +5,6 @@
 //! trait's default methods, any other backend (plain tensor ops: the reference). See the crate README.
 
 pub mod attention;
+pub mod psa;
 #[cfg(feature = "wgpu")]
 pub mod snapshot;

@@ -25,6 +25,7 @@ use cubecl::wgpu::{WgpuDevice, WgpuRuntime, WgslCompiler};
 use cubecl::{Compiler, WgpuCompilationOptions};
 
 use crate::attention::kernels::{backward_delta, backward_dkdv, backward_dq, forward};
+use crate::psa::kernels as psa;
 
 /// Source text of one kernel specialisation.
 #[derive(Clone, Debug)]
@@ -223,6 +224,97 @@ pub fn kernels() -> Vec<(&'static str, KernelDefinition)> {
                 dv,
                 bm,
                 bn,
+                f32_ty,
+            )
+            .define(),
+        ),
+        // PSA rearrangements: all sizes are runtime scalars, so one specialisation per dtype.
+        (
+            "psa_pack_qkv_f32",
+            psa::psa_pack_qkv_kernel::PsaPackQkvKernel::<WgpuRuntime>::new(
+                settings(psa::UNITS),
+                c.clone(),
+                t(),
+                t(),
+                t(),
+                t(),
+                (),
+                (),
+                (),
+                (),
+                f32_ty,
+            )
+            .define(),
+        ),
+        (
+            "psa_extract_v_f32",
+            psa::psa_extract_v_kernel::PsaExtractVKernel::<WgpuRuntime>::new(
+                settings(psa::UNITS),
+                c.clone(),
+                t(),
+                t(),
+                (),
+                (),
+                (),
+                (),
+                (),
+                (),
+                (),
+                f32_ty,
+            )
+            .define(),
+        ),
+        (
+            "psa_merge_attn_f32",
+            psa::psa_merge_attn_kernel::PsaMergeAttnKernel::<WgpuRuntime>::new(
+                settings(psa::UNITS),
+                c.clone(),
+                t(),
+                t(),
+                (),
+                (),
+                (),
+                (),
+                (),
+                (),
+                f32_ty,
+            )
+            .define(),
+        ),
+        (
+            "psa_split_attn_f32",
+            psa::psa_split_attn_kernel::PsaSplitAttnKernel::<WgpuRuntime>::new(
+                settings(psa::UNITS),
+                c.clone(),
+                t(),
+                t(),
+                (),
+                (),
+                (),
+                (),
+                (),
+                (),
+                f32_ty,
+            )
+            .define(),
+        ),
+        (
+            "psa_unpack_qkv_f32",
+            psa::psa_unpack_qkv_kernel::PsaUnpackQkvKernel::<WgpuRuntime>::new(
+                settings(psa::UNITS),
+                c.clone(),
+                t(),
+                t(),
+                t(),
+                t(),
+                t(),
+                (),
+                (),
+                (),
+                (),
+                (),
+                (),
+                (),
                 f32_ty,
             )
             .define(),
