@@ -9,6 +9,9 @@ pub mod bce;
 pub mod ciou;
 pub mod decode;
 mod dtype;
+pub mod psa;
+#[cfg(feature = "wgpu")]
+pub mod snapshot;
 
 #[cfg(test)]
 mod test_util;

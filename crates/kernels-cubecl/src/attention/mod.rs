@@ -19,7 +19,7 @@ pub mod kernels;
 mod module;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use backend::{reference_backward, reference_forward, FlashAttentionBackend};
 pub use module::{FlashMultiHeadAttention, FlashMultiHeadAttentionConfig};
