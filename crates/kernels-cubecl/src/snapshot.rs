@@ -26,6 +26,7 @@ use cubecl::{Compiler, WgpuCompilationOptions};
 
 use crate::attention::kernels::{backward_delta, backward_dkdv, backward_dq, forward};
 use crate::psa::kernels as psa;
+use crate::{bce::kernels as bce, ciou::kernels as ciou, decode::kernels as decode};
 
 /// Source text of one kernel specialisation.
 #[derive(Clone, Debug)]
@@ -319,6 +320,124 @@ pub fn kernels() -> Vec<(&'static str, KernelDefinition)> {
             )
             .define(),
         ),
+        // Detection-loss ops: one unit per anchor / box / element, sizes are runtime scalars.
+        (
+            "decode_forward_xyxy_f32",
+            decode::forward::decode_fwd_kernel::DecodeFwdKernel::<WgpuRuntime>::new(
+                settings(decode::UNITS as usize),
+                c.clone(),
+                t(),
+                t(),
+                t(),
+                (),
+                (),
+                false,
+                f32_ty,
+            )
+            .define(),
+        ),
+        (
+            "decode_backward_xyxy_f32",
+            decode::backward::decode_bwd_kernel::DecodeBwdKernel::<WgpuRuntime>::new(
+                settings(decode::UNITS as usize),
+                c.clone(),
+                t(),
+                t(),
+                t(),
+                (),
+                (),
+                false,
+                f32_ty,
+            )
+            .define(),
+        ),
+        (
+            "decode_forward_xywh_f32",
+            decode::forward::decode_fwd_kernel::DecodeFwdKernel::<WgpuRuntime>::new(
+                settings(decode::UNITS as usize),
+                c.clone(),
+                t(),
+                t(),
+                t(),
+                (),
+                (),
+                true,
+                f32_ty,
+            )
+            .define(),
+        ),
+        (
+            "decode_backward_xywh_f32",
+            decode::backward::decode_bwd_kernel::DecodeBwdKernel::<WgpuRuntime>::new(
+                settings(decode::UNITS as usize),
+                c.clone(),
+                t(),
+                t(),
+                t(),
+                (),
+                (),
+                true,
+                f32_ty,
+            )
+            .define(),
+        ),
+        (
+            "ciou_forward_f32",
+            ciou::forward::ciou_fwd_kernel::CiouFwdKernel::<WgpuRuntime>::new(
+                settings(ciou::UNITS as usize),
+                c.clone(),
+                t(),
+                t(),
+                t(),
+                t(),
+                (),
+                f32_ty,
+            )
+            .define(),
+        ),
+        (
+            "ciou_backward_f32",
+            ciou::backward::ciou_bwd_kernel::CiouBwdKernel::<WgpuRuntime>::new(
+                settings(ciou::UNITS as usize),
+                c.clone(),
+                t(),
+                t(),
+                t(),
+                t(),
+                t(),
+                t(),
+                (),
+                f32_ty,
+            )
+            .define(),
+        ),
+        (
+            "bce_forward_f32",
+            bce::forward::bce_fwd_kernel::BceFwdKernel::<WgpuRuntime>::new(
+                settings(bce::UNITS as usize),
+                c.clone(),
+                t(),
+                t(),
+                t(),
+                (),
+                f32_ty,
+            )
+            .define(),
+        ),
+        (
+            "bce_backward_f32",
+            bce::backward::bce_bwd_kernel::BceBwdKernel::<WgpuRuntime>::new(
+                settings(bce::UNITS as usize),
+                c.clone(),
+                t(),
+                t(),
+                t(),
+                t(),
+                (),
+                f32_ty,
+            )
+            .define(),
+        ),
     ]
 }
 
@@ -359,12 +478,12 @@ mod tests {
         // snapshot test itself checks it.
         let a = all_sources();
         for b in (0..4).map(|_| all_sources()) {
-        assert_eq!(a.len(), b.len());
-        for (x, y) in a.iter().zip(&b) {
-            assert_eq!(x.wgsl, y.wgsl, "{}: WGSL differs between two compilations", x.name);
-            assert_eq!(x.cuda, y.cuda, "{}: CUDA C++ differs between two compilations", x.name);
-            assert!(x.wgsl.contains("fn "), "{}: no entry point in the WGSL", x.name);
-        }
+            assert_eq!(a.len(), b.len());
+            for (x, y) in a.iter().zip(&b) {
+                assert_eq!(x.wgsl, y.wgsl, "{}: WGSL differs between two compilations", x.name);
+                assert_eq!(x.cuda, y.cuda, "{}: CUDA C++ differs between two compilations", x.name);
+                assert!(x.wgsl.contains("fn "), "{}: no entry point in the WGSL", x.name);
+            }
         }
     }
 }
