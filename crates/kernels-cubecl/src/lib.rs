@@ -5,4 +5,14 @@
 //! trait's default methods, any other backend (plain tensor ops: the reference). See the crate README.
 
 pub mod attention;
+pub mod bce;
+pub mod ciou;
+pub mod decode;
+mod dtype;
+pub mod psa;
+#[cfg(feature = "wgpu")]
+pub mod snapshot;
 pub mod topk;
+
+#[cfg(test)]
+mod test_util;

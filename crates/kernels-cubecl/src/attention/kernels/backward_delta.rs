@@ -16,7 +16,7 @@ use cubecl::prelude::*;
 use burn_cubecl::{tensor::CubeTensor, CubeRuntime};
 
 /// Units per cube of the Δ kernel.
-const UNITS: usize = 256;
+pub(crate) const UNITS: usize = 256;
 
 /// `delta[r] = Σ_d dO[r, d] · O[r, d]` for the `rows` rows of the contiguous `[rows, dv]` tensors.
 #[cube(launch_unchecked)]

@@ -9,7 +9,7 @@ use crate::attention::cube::raw;
 
 type Cb<R, BT> = CubeBackend<R, f32, i32, BT>;
 
-fn upload<R: CubeRuntime, BT: BoolElement, const D: usize>(
+pub(crate) fn upload<R: CubeRuntime, BT: BoolElement, const D: usize>(
     data: &[f32],
     shape: [usize; D],
     dtype: DType,
@@ -21,7 +21,7 @@ fn upload<R: CubeRuntime, BT: BoolElement, const D: usize>(
 }
 
 /// A tensor filled with NaN (so an element the kernel does not write fails the comparison).
-fn poisoned<R: CubeRuntime, BT: BoolElement, const D: usize>(
+pub(crate) fn poisoned<R: CubeRuntime, BT: BoolElement, const D: usize>(
     shape: [usize; D],
     dtype: DType,
     device: &R::Device,
@@ -33,7 +33,7 @@ fn poisoned<R: CubeRuntime, BT: BoolElement, const D: usize>(
     CubeTensor::new_contiguous(t.client, t.device, Shape::new(shape), t.handle, t.dtype)
 }
 
-fn download<R: CubeRuntime, BT: BoolElement, const D: usize>(t: CubeTensor<R>) -> Vec<f32> {
+pub(crate) fn download<R: CubeRuntime, BT: BoolElement, const D: usize>(t: CubeTensor<R>) -> Vec<f32> {
     to_vec(Tensor::<Cb<R, BT>, D>::from_primitive(TensorPrimitive::Float(t)))
 }
 

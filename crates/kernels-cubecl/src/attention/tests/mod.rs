@@ -5,7 +5,7 @@
 //!   through `Autodiff<Fusion<CubeBackend>>` / `Autodiff<CubeBackend>`; instantiated by `wgpu` (lavapipe in
 //!   CI, small shapes) and `cuda` (test names contain `cuda`; CI skips them).
 
-mod cube;
+pub(crate) mod cube;
 #[cfg(feature = "cuda")]
 mod cuda;
 mod reference;
@@ -172,10 +172,12 @@ pub(crate) fn rel_err(name: &str, got: &[f32], want: &[f64]) -> f64 {
     err / scale
 }
 
-pub(crate) fn assert_close(what: &str, got: &[f32], want: &[f64], tol: f64) {
+/// Asserts `rel_err ≤ tol` and returns the error.
+pub(crate) fn assert_close(what: &str, got: &[f32], want: &[f64], tol: f64) -> f64 {
     let e = rel_err(what, got, want);
     eprintln!("  {what}: rel err {e:.3e} (tol {tol:.0e})");
     assert!(e <= tol, "{what}: relative error {e:.3e} > {tol:.0e}");
+    e
 }
 
 pub(crate) fn to_vec<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f32> {

@@ -1,0 +1,42 @@
+//! CIoU box-regression loss as a Burn op: `1 − CIoU(pred, target)` per box, exactly ultralytics
+//! `bbox_iou(pred, target, xywh=False, CIoU=True, eps=1e-7)` (with its `torch.no_grad()` trade-off
+//! parameter `alpha`), forward and backward CubeCL kernels.
+//!
+//! - [`ciou_loss`]: `pred [M, 4]`, `target [M, 4]` (xyxy) → `[M]`, differentiable w.r.t. both.
+//! - [`CiouLossBackend`]: the backend extension trait (kernels on `CubeBackend`, custom op on `Fusion`,
+//!   backward step on `Autodiff`, plain tensor ops elsewhere).
+//!
+//! Gradient conventions (those of PyTorch's autograd on the ultralytics code): `alpha` is a constant
+//! (computed under `no_grad`); `min`/`max` ties split the gradient half/half; `clamp(0)` passes the
+//! gradient where its input is `≥ 0`.
+
+mod autodiff;
+mod backend;
+pub mod cube;
+mod fusion;
+pub mod kernels;
+
+#[cfg(test)]
+mod tests;
+
+pub use backend::{ciou_formula, reference_backward, reference_forward, CiouLossBackend};
+
+use burn::tensor::{Tensor, TensorPrimitive};
+
+/// The `eps` of ultralytics' `bbox_iou`.
+pub const CIOU_EPS: f32 = 1e-7;
+
+/// Per-box CIoU loss `1 − CIoU(pred_i, target_i)` for `pred`, `target`: `[M, 4]` boxes `(x1, y1, x2, y2)`
+/// → `[M]` (dtype of `pred`). Same value as `1 − bbox_iou(pred, target, xywh=False, CIoU=True)` of
+/// ultralytics; differentiable w.r.t. `pred` and `target` (alpha is not differentiated, as in ultralytics).
+/// The detection loss then takes `Σ (1 − CIoU) · weight / target_scores_sum`.
+pub fn ciou_loss<B: CiouLossBackend>(pred: Tensor<B, 2>, target: Tensor<B, 2>) -> Tensor<B, 1> {
+    assert!(
+        pred.dims()[1] == 4 && pred.dims() == target.dims(),
+        "ciou_loss: expected pred and target [M, 4], got {:?} and {:?}",
+        pred.dims(),
+        target.dims()
+    );
+    let (loss, _alpha) = B::ciou_loss_forward(pred.into_primitive().tensor(), target.into_primitive().tensor());
+    Tensor::from_primitive(TensorPrimitive::Float(loss))
+}

@@ -1,0 +1,73 @@
+//! [`DetectDecodeBackend`] for [`CubeBackend`]: contiguous inputs, fresh contiguous outputs, one kernel.
+use burn::tensor::DType;
+use burn_cubecl::{
+    kernel::{cast, into_contiguous},
+    ops::numeric::empty_device_contiguous_dtype,
+    tensor::CubeTensor,
+    BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement,
+};
+
+use super::backend::DetectDecodeBackend;
+use super::kernels::{backward::launch_decode_backward, forward::launch_decode_forward};
+use super::BoxFormat;
+
+impl<R, F, I, BT> DetectDecodeBackend for CubeBackend<R, F, I, BT>
+where
+    R: CubeRuntime,
+    F: FloatElement,
+    I: IntElement,
+    BT: BoolElement,
+{
+    fn detect_decode_forward(dist: CubeTensor<R>, anchors: CubeTensor<R>, format: BoxFormat) -> CubeTensor<R> {
+        forward(dist, anchors, format)
+    }
+
+    fn detect_decode_backward(anchors: CubeTensor<R>, d_boxes: CubeTensor<R>, format: BoxFormat) -> CubeTensor<R> {
+        backward(anchors, d_boxes, format)
+    }
+}
+
+/// Shape rules: `dist`/`d_boxes` `[B, 4, A]`, `anchors` `[3, A]`.
+pub(crate) fn check_shapes(dist: &[usize], anchors: &[usize]) {
+    assert!(
+        dist.len() == 3 && anchors.len() == 2 && dist[1] == 4 && anchors[0] == 3 && dist[2] == anchors[1],
+        "detect_decode: expected [B, 4, A] and anchors [3, A], got {dist:?} and {anchors:?}"
+    );
+}
+
+/// Anchors as a tight F32 tensor (a cast's output may be pitched on CUDA, so `into_contiguous` comes after).
+fn anchors_f32<R: CubeRuntime>(anchors: CubeTensor<R>) -> CubeTensor<R> {
+    let anchors = if anchors.dtype == DType::F32 { anchors } else { cast(anchors, DType::F32) };
+    into_contiguous(anchors)
+}
+
+/// Kernel forward: `boxes [B, 4, A]` in `dist`'s dtype.
+pub fn forward<R: CubeRuntime>(dist: CubeTensor<R>, anchors: CubeTensor<R>, format: BoxFormat) -> CubeTensor<R> {
+    check_shapes(dist.meta.shape(), anchors.meta.shape());
+    let dist = into_contiguous(dist);
+    let anchors = anchors_f32(anchors);
+    let boxes =
+        empty_device_contiguous_dtype(dist.client.clone(), dist.device.clone(), dist.meta.shape().clone(), dist.dtype);
+    launch_decode_forward(&dist, &anchors, &boxes, format.is_xywh());
+    boxes
+}
+
+/// Kernel backward: `d_dist [B, 4, A]` in `d_boxes`' dtype.
+pub fn backward<R: CubeRuntime>(anchors: CubeTensor<R>, d_boxes: CubeTensor<R>, format: BoxFormat) -> CubeTensor<R> {
+    check_shapes(d_boxes.meta.shape(), anchors.meta.shape());
+    let d_boxes = into_contiguous(d_boxes);
+    let anchors = anchors_f32(anchors);
+    let d_dist = empty_device_contiguous_dtype(
+        d_boxes.client.clone(),
+        d_boxes.device.clone(),
+        d_boxes.meta.shape().clone(),
+        d_boxes.dtype,
+    );
+    launch_decode_backward(&anchors, &d_boxes, &d_dist, format.is_xywh());
+    d_dist
+}
+
+/// Launch-level entry points with caller-provided outputs (the tests poison them with NaN).
+pub mod raw {
+    pub use super::super::kernels::{backward::launch_decode_backward, forward::launch_decode_forward};
+}

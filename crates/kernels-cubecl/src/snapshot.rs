@@ -1,0 +1,489 @@
+//! Generated kernel source (WGSL, and CUDA C++ with the `cuda` feature) of every CubeCL kernel of this crate,
+//! for review and for the insta snapshot tests in this module. See `docs/kernels.md`.
+//!
+//! A kernel is *defined* (traced into CubeCL IR, nothing launched) with a wgpu client — on a machine without a
+//! GPU that is Mesa lavapipe — and the same [`KernelDefinition`] is then compiled by the WGSL compiler and,
+//! with the `cuda` feature, by the CUDA C++ compiler (no GPU and no NVRTC needed: NVRTC only runs at launch).
+//! Sources are compiled in [`ExecutionMode::Unchecked`], the mode `launch_unchecked` uses, with the
+//! comptime parameters listed in [`kernels`] (one representative specialisation per kernel, f32).
+//!
+//! Normalisation (so snapshots are stable): the compilers emit shared-memory declarations in hash-map order
+//! (seen with CUDA C++: the `shared_memory_N` blocks and their offsets into `dynamic_shared_mem` change from
+//! one compilation to the next, and so does the list of uninitialised locals `uint32 l_mut_23;`).
+//! [`normalise_wgsl`] and [`normalise_cuda`] sort those declarations and, for CUDA, replace the
+//! shared-memory byte offsets with `OFFSET`; everything else is verbatim.
+//!
+//! Caveats: the wgpu runtime compiles with the adapter's `WgpuCompilationOptions` (this uses the defaults),
+//! and CUDA C++ defined through a real CUDA client numbers its locals differently (`l_38` vs `l_11`); the
+//! program text is otherwise the same.
+//!
+//! Dump every kernel's source to a directory: `KERNEL_SOURCE_DUMP=/tmp/kernels cargo test --release
+//! --all-features -p kernels-cubecl --lib -- --skip cuda snapshot` (files `<name>.wgsl`, `<name>.cu`).
+
+use cubecl::prelude::*;
+use cubecl::wgpu::{WgpuDevice, WgpuRuntime, WgslCompiler};
+use cubecl::{Compiler, WgpuCompilationOptions};
+
+use crate::attention::kernels::{backward_delta, backward_dkdv, backward_dq, forward};
+use crate::psa::kernels as psa;
+use crate::{bce::kernels as bce, ciou::kernels as ciou, decode::kernels as decode};
+
+/// Source text of one kernel specialisation.
+#[derive(Clone, Debug)]
+pub struct KernelSource {
+    /// Snapshot name, e.g. `fa2_forward_f32_d32`.
+    pub name: &'static str,
+    /// WGSL (what wgpu runs).
+    pub wgsl: String,
+    /// CUDA C++ (what NVRTC compiles on the CUDA backend); `None` without the `cuda` feature.
+    pub cuda: Option<String>,
+}
+
+/// The wgpu client the kernels are defined with (a kernel definition reads the client's properties).
+pub fn client() -> ComputeClient<WgpuRuntime> {
+    WgpuRuntime::client(&WgpuDevice::DefaultDevice)
+}
+
+/// Launch settings as the `#[cube(launch_unchecked)]` launchers build them (32-bit addressing).
+pub fn settings(units_per_cube: usize) -> KernelSettings {
+    KernelSettings::default().cube_dim(CubeDim::new_1d(units_per_cube as u32)).address_type(AddressType::U32)
+}
+
+/// WGSL of a kernel definition (unchecked mode, as launched).
+pub fn wgsl(def: KernelDefinition) -> String {
+    WgslCompiler::default()
+        .compile(def, &WgpuCompilationOptions::default(), ExecutionMode::Unchecked, AddressType::U32.unsigned_type())
+        .expect("WGSL compilation")
+        .to_string()
+}
+
+/// CUDA C++ of a kernel definition (unchecked mode, as launched).
+#[cfg(feature = "cuda")]
+pub fn cuda(def: KernelDefinition) -> String {
+    type C = cubecl::cuda::CudaCompiler;
+    C::default()
+        .compile(
+            def,
+            &<C as Compiler>::CompilationOptions::default(),
+            ExecutionMode::Unchecked,
+            AddressType::U32.unsigned_type(),
+        )
+        .expect("CUDA C++ compilation")
+        .to_string()
+}
+
+/// Sorts the `var<workgroup>` declarations by name (in place: they keep the lines they occupied).
+pub fn normalise_wgsl(src: &str) -> String {
+    let mut lines: Vec<String> = src.lines().map(str::to_owned).collect();
+    sort_in_place(&mut lines, |l| l.starts_with("var<workgroup>"));
+    lines.join("\n")
+}
+
+/// Sorts the lines selected by `pick`, each sorted line taking one of the selected positions.
+fn sort_in_place(lines: &mut [String], pick: impl Fn(&str) -> bool) {
+    let pos: Vec<usize> = (0..lines.len()).filter(|&i| pick(&lines[i])).collect();
+    let mut picked: Vec<String> = pos.iter().map(|&i| lines[i].clone()).collect();
+    picked.sort();
+    for (i, l) in pos.into_iter().zip(picked) {
+        lines[i] = l;
+    }
+}
+
+/// `uint32 l_mut_23;` / `float l_arr_3[32];`: a function-scope local declared without initialiser.
+fn is_cuda_local_decl(line: &str) -> bool {
+    let Some((ty, rest)) = line.split_once(' ') else { return false };
+    let name = rest.strip_suffix(';').unwrap_or("");
+    let name = name.split('[').next().unwrap_or("");
+    !ty.is_empty()
+        && ty.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && (name.starts_with("l_mut_") || name.starts_with("l_arr_"))
+        && name[6..].chars().all(|c| c.is_ascii_digit())
+        && rest.ends_with(';')
+}
+
+/// Sorts the `// Shared array size` + `T *shared_memory_N = reinterpret_cast<..>(&dynamic_shared_mem[K]);`
+/// line pairs by name and replaces the offsets `K` (which follow the emission order) with `OFFSET`; sorts
+/// the uninitialised local declarations (`uint32 l_mut_23;`, `float l_arr_3[32];`, also hash-ordered).
+pub fn normalise_cuda(src: &str) -> String {
+    let mut lines: Vec<String> = src.lines().map(str::to_owned).collect();
+    let pos: Vec<usize> = (0..lines.len().saturating_sub(1))
+        .filter(|&i| lines[i].starts_with("// Shared array size") && lines[i + 1].contains("dynamic_shared_mem["))
+        .collect();
+    let mut pairs: Vec<(String, String)> = pos
+        .iter()
+        .map(|&i| {
+            let decl = &lines[i + 1];
+            let start = decl.find("dynamic_shared_mem[").unwrap() + "dynamic_shared_mem[".len();
+            let end = start + decl[start..].find(']').unwrap_or(0);
+            let decl = format!("{}OFFSET{}", &decl[..start], &decl[end..]);
+            (decl, lines[i].clone())
+        })
+        .collect();
+    pairs.sort();
+    for (i, (decl, comment)) in pos.into_iter().zip(pairs) {
+        lines[i] = comment;
+        lines[i + 1] = decl;
+    }
+    sort_in_place(&mut lines, is_cuda_local_decl);
+    lines.join("\n")
+}
+
+/// Compiles a definition to every available target.
+pub fn sources(name: &'static str, def: KernelDefinition) -> KernelSource {
+    #[cfg(feature = "cuda")]
+    let cuda = Some(normalise_cuda(&cuda(def.clone())));
+    #[cfg(not(feature = "cuda"))]
+    let cuda = None;
+    KernelSource { name, wgsl: normalise_wgsl(&wgsl(def)), cuda }
+}
+
+/// Definitions of every kernel of the crate, one representative specialisation each (f32 storage).
+/// Add new kernels here: the snapshot test and the dump pick them up.
+pub fn kernels() -> Vec<(&'static str, KernelDefinition)> {
+    let c = client();
+    let f32_ty: StorageType = f32::as_type_native_unchecked().storage_type();
+    let t = || TensorCompilationArg { inplace: None };
+    // FA2 with Dk = Dv = 32 and the tiles the launchers pick for it (64 × 64 within 32 KiB).
+    let (dk, dv, bm, bn) = (32usize, 32usize, 64usize, 64usize);
+    vec![
+        (
+            "fa2_forward_f32_d32",
+            forward::flash_fwd_kernel::FlashFwdKernel::<WgpuRuntime>::new(
+                settings(bm),
+                c.clone(),
+                t(),
+                t(),
+                t(),
+                t(),
+                t(),
+                (),
+                (),
+                (),
+                dk,
+                dv,
+                bm,
+                bn,
+                dk.max(dv),
+                f32_ty,
+            )
+            .define(),
+        ),
+        (
+            "fa2_backward_delta_f32_d32",
+            backward_delta::flash_bwd_delta_kernel::FlashBwdDeltaKernel::<WgpuRuntime>::new(
+                settings(backward_delta::UNITS),
+                c.clone(),
+                t(),
+                t(),
+                t(),
+                (),
+                dv,
+                f32_ty,
+            )
+            .define(),
+        ),
+        (
+            "fa2_backward_dkdv_f32_d32",
+            backward_dkdv::flash_bwd_dkdv_kernel::FlashBwdDkdvKernel::<WgpuRuntime>::new(
+                settings(bn),
+                c.clone(),
+                t(),
+                t(),
+                t(),
+                t(),
+                t(),
+                t(),
+                t(),
+                t(),
+                (),
+                (),
+                (),
+                dk,
+                dv,
+                bm,
+                bn,
+                f32_ty,
+            )
+            .define(),
+        ),
+        (
+            "fa2_backward_dq_f32_d32",
+            backward_dq::flash_bwd_dq_kernel::FlashBwdDqKernel::<WgpuRuntime>::new(
+                settings(bm),
+                c.clone(),
+                t(),
+                t(),
+                t(),
+                t(),
+                t(),
+                t(),
+                t(),
+                (),
+                (),
+                (),
+                dk,
+                dv,
+                bm,
+                bn,
+                f32_ty,
+            )
+            .define(),
+        ),
+        // PSA rearrangements: all sizes are runtime scalars, so one specialisation per dtype.
+        (
+            "psa_pack_qkv_f32",
+            psa::psa_pack_qkv_kernel::PsaPackQkvKernel::<WgpuRuntime>::new(
+                settings(psa::UNITS),
+                c.clone(),
+                t(),
+                t(),
+                t(),
+                t(),
+                (),
+                (),
+                (),
+                (),
+                f32_ty,
+            )
+            .define(),
+        ),
+        (
+            "psa_extract_v_f32",
+            psa::psa_extract_v_kernel::PsaExtractVKernel::<WgpuRuntime>::new(
+                settings(psa::UNITS),
+                c.clone(),
+                t(),
+                t(),
+                (),
+                (),
+                (),
+                (),
+                (),
+                (),
+                (),
+                f32_ty,
+            )
+            .define(),
+        ),
+        (
+            "psa_merge_attn_f32",
+            psa::psa_merge_attn_kernel::PsaMergeAttnKernel::<WgpuRuntime>::new(
+                settings(psa::UNITS),
+                c.clone(),
+                t(),
+                t(),
+                (),
+                (),
+                (),
+                (),
+                (),
+                (),
+                f32_ty,
+            )
+            .define(),
+        ),
+        (
+            "psa_split_attn_f32",
+            psa::psa_split_attn_kernel::PsaSplitAttnKernel::<WgpuRuntime>::new(
+                settings(psa::UNITS),
+                c.clone(),
+                t(),
+                t(),
+                (),
+                (),
+                (),
+                (),
+                (),
+                (),
+                f32_ty,
+            )
+            .define(),
+        ),
+        (
+            "psa_unpack_qkv_f32",
+            psa::psa_unpack_qkv_kernel::PsaUnpackQkvKernel::<WgpuRuntime>::new(
+                settings(psa::UNITS),
+                c.clone(),
+                t(),
+                t(),
+                t(),
+                t(),
+                t(),
+                (),
+                (),
+                (),
+                (),
+                (),
+                (),
+                (),
+                f32_ty,
+            )
+            .define(),
+        ),
+        // Detection-loss ops: one unit per anchor / box / element, sizes are runtime scalars.
+        (
+            "decode_forward_xyxy_f32",
+            decode::forward::decode_fwd_kernel::DecodeFwdKernel::<WgpuRuntime>::new(
+                settings(decode::UNITS as usize),
+                c.clone(),
+                t(),
+                t(),
+                t(),
+                (),
+                (),
+                false,
+                f32_ty,
+            )
+            .define(),
+        ),
+        (
+            "decode_backward_xyxy_f32",
+            decode::backward::decode_bwd_kernel::DecodeBwdKernel::<WgpuRuntime>::new(
+                settings(decode::UNITS as usize),
+                c.clone(),
+                t(),
+                t(),
+                t(),
+                (),
+                (),
+                false,
+                f32_ty,
+            )
+            .define(),
+        ),
+        (
+            "decode_forward_xywh_f32",
+            decode::forward::decode_fwd_kernel::DecodeFwdKernel::<WgpuRuntime>::new(
+                settings(decode::UNITS as usize),
+                c.clone(),
+                t(),
+                t(),
+                t(),
+                (),
+                (),
+                true,
+                f32_ty,
+            )
+            .define(),
+        ),
+        (
+            "decode_backward_xywh_f32",
+            decode::backward::decode_bwd_kernel::DecodeBwdKernel::<WgpuRuntime>::new(
+                settings(decode::UNITS as usize),
+                c.clone(),
+                t(),
+                t(),
+                t(),
+                (),
+                (),
+                true,
+                f32_ty,
+            )
+            .define(),
+        ),
+        (
+            "ciou_forward_f32",
+            ciou::forward::ciou_fwd_kernel::CiouFwdKernel::<WgpuRuntime>::new(
+                settings(ciou::UNITS as usize),
+                c.clone(),
+                t(),
+                t(),
+                t(),
+                t(),
+                (),
+                f32_ty,
+            )
+            .define(),
+        ),
+        (
+            "ciou_backward_f32",
+            ciou::backward::ciou_bwd_kernel::CiouBwdKernel::<WgpuRuntime>::new(
+                settings(ciou::UNITS as usize),
+                c.clone(),
+                t(),
+                t(),
+                t(),
+                t(),
+                t(),
+                t(),
+                (),
+                f32_ty,
+            )
+            .define(),
+        ),
+        (
+            "bce_forward_f32",
+            bce::forward::bce_fwd_kernel::BceFwdKernel::<WgpuRuntime>::new(
+                settings(bce::UNITS as usize),
+                c.clone(),
+                t(),
+                t(),
+                t(),
+                (),
+                f32_ty,
+            )
+            .define(),
+        ),
+        (
+            "bce_backward_f32",
+            bce::backward::bce_bwd_kernel::BceBwdKernel::<WgpuRuntime>::new(
+                settings(bce::UNITS as usize),
+                c.clone(),
+                t(),
+                t(),
+                t(),
+                t(),
+                (),
+                f32_ty,
+            )
+            .define(),
+        ),
+    ]
+}
+
+/// Compiled sources of every kernel in [`kernels`].
+pub fn all_sources() -> Vec<KernelSource> {
+    kernels().into_iter().map(|(name, def)| sources(name, def)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Writes the sources to `$KERNEL_SOURCE_DUMP/<name>.{wgsl,cu}` when that variable is set.
+    fn dump(src: &KernelSource) {
+        let Ok(dir) = std::env::var("KERNEL_SOURCE_DUMP") else { return };
+        let dir = std::path::PathBuf::from(dir);
+        std::fs::create_dir_all(&dir).expect("create KERNEL_SOURCE_DUMP dir");
+        std::fs::write(dir.join(format!("{}.wgsl", src.name)), &src.wgsl).expect("write wgsl");
+        if let Some(cu) = &src.cuda {
+            std::fs::write(dir.join(format!("{}.cu", src.name)), cu).expect("write cuda");
+        }
+    }
+
+    #[test]
+    fn snapshot_kernel_sources() {
+        for src in all_sources() {
+            dump(&src);
+            insta::assert_snapshot!(format!("{}.wgsl", src.name), src.wgsl);
+            #[cfg(feature = "cuda")]
+            insta::assert_snapshot!(format!("{}.cu", src.name), src.cuda.as_deref().unwrap());
+        }
+    }
+
+    #[test]
+    fn snapshot_sources_are_deterministic() {
+        // Defining and compiling repeatedly in one process gives identical (normalised) text — the raw CUDA
+        // C++ does not: its shared-memory declarations come out in hash-map order. Across processes the
+        // snapshot test itself checks it.
+        let a = all_sources();
+        for b in (0..4).map(|_| all_sources()) {
+            assert_eq!(a.len(), b.len());
+            for (x, y) in a.iter().zip(&b) {
+                assert_eq!(x.wgsl, y.wgsl, "{}: WGSL differs between two compilations", x.name);
+                assert_eq!(x.cuda, y.cuda, "{}: CUDA C++ differs between two compilations", x.name);
+                assert!(x.wgsl.contains("fn "), "{}: no entry point in the WGSL", x.name);
+            }
+        }
+    }
+}
