@@ -359,12 +359,12 @@ mod tests {
         // snapshot test itself checks it.
         let a = all_sources();
         for b in (0..4).map(|_| all_sources()) {
-        assert_eq!(a.len(), b.len());
-        for (x, y) in a.iter().zip(&b) {
-            assert_eq!(x.wgsl, y.wgsl, "{}: WGSL differs between two compilations", x.name);
-            assert_eq!(x.cuda, y.cuda, "{}: CUDA C++ differs between two compilations", x.name);
-            assert!(x.wgsl.contains("fn "), "{}: no entry point in the WGSL", x.name);
-        }
+            assert_eq!(a.len(), b.len());
+            for (x, y) in a.iter().zip(&b) {
+                assert_eq!(x.wgsl, y.wgsl, "{}: WGSL differs between two compilations", x.name);
+                assert_eq!(x.cuda, y.cuda, "{}: CUDA C++ differs between two compilations", x.name);
+                assert!(x.wgsl.contains("fn "), "{}: no entry point in the WGSL", x.name);
+            }
         }
     }
 }
