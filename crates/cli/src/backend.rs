@@ -1,12 +1,10 @@
 //! `--device cpu | wgpu[:N] | cuda[:N]`: picks one of the compiled-in Burn backends at run time and runs a
 //! backend-generic job on it.
 
-use burn::prelude::Backend;
-
 /// A job that runs on any backend.
 pub trait Job {
     type Output;
-    fn run<B: Backend>(self, device: B::Device) -> Self::Output;
+    fn run<B: yolo26_model::YoloBackend>(self, device: B::Device) -> Self::Output;
 }
 
 /// Runs `job` on the backend named by `device`.

@@ -2,7 +2,6 @@
 
 use std::path::{Path, PathBuf};
 
-use burn::prelude::Backend;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
@@ -97,7 +96,7 @@ fn list_sources(src: &Path) -> Result<Vec<PathBuf>, String> {
 
 impl Job for PredictArgs {
     type Output = Result<(), String>;
-    fn run<B: Backend>(self, device: B::Device) -> Result<(), String> {
+    fn run<B: yolo26_model::YoloBackend>(self, device: B::Device) -> Result<(), String> {
         let sources = list_sources(&self.source)?;
         let names = self.names.as_deref().map(read_names).transpose()?;
         let opts = DetectorOptions {

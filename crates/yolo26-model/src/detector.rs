@@ -133,7 +133,7 @@ pub struct Detector<B: Backend> {
     anchors: Mutex<HashMap<Vec<[usize; 2]>, Anchors<B>>>,
 }
 
-impl<B: Backend> Detector<B> {
+impl<B: crate::YoloBackend> Detector<B> {
     /// `names`: explicit class names; else those stored in the checkpoint; else COCO (80 classes) or `classN`.
     pub fn new(
         scale: Scale,

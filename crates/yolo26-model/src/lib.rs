@@ -18,3 +18,10 @@ pub mod preprocess;
 
 pub use detector::{DecodeMode, Detection, Detector, DetectorOptions};
 pub mod info;
+
+/// The backends the model runs on: any Burn backend with the PSA attention op
+/// ([`kernels_cubecl::psa::PsaBackend`], used by `nn::attention::Attention`). Implemented for every such
+/// backend: `Flex`, `Wgpu`, `Cuda`, `CubeBackend<R, ..>`, `Fusion<B>` and `Autodiff<B>` of those.
+pub trait YoloBackend: kernels_cubecl::psa::PsaBackend {}
+
+impl<B: kernels_cubecl::psa::PsaBackend> YoloBackend for B {}
