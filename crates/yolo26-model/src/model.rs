@@ -92,7 +92,9 @@ impl<B: Backend> Yolo26<B> {
     pub fn num_classes(&self) -> usize {
         self.layer23.nc
     }
+}
 
+impl<B: crate::YoloBackend> Yolo26<B> {
     /// Backbone + neck: returns the Detect inputs P3, P4, P5. With `trace`, records every yaml row's output.
     fn features(&self, x: Tensor<B, 4>, mut trace: Option<&mut Vec<Option<Tensor<B, 4>>>>) -> [Tensor<B, 4>; 3] {
         let mut rec = |i: usize, t: &Tensor<B, 4>| {

@@ -99,8 +99,7 @@ pub fn reference_forward<B: FlashAttentionBackend>(
     let [b, _, h, w] = qkv.dims();
     let d = psa_dims(&qkv.dims(), num_heads, key_dim);
     let (q, k, v) = split_qkv(qkv, d);
-    let (o, lse) =
-        B::flash_attention_forward(unwrap(q), unwrap(k), unwrap(v.clone().swap_dims(1, 2)), scale);
+    let (o, lse) = B::flash_attention_forward(unwrap(q), unwrap(k), unwrap(v.clone().swap_dims(1, 2)), scale);
     let attn = wrap::<B, 3>(o).swap_dims(1, 2).reshape([b, d.c(), h, w]);
     let out = Tensor::cat(vec![attn, v.reshape([b, d.c(), h, w])], 1);
     (unwrap(out), lse)

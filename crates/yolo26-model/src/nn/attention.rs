@@ -6,11 +6,16 @@
 //! `scale = key_dim^-1/2`. The `qkv` conv output `[B, nh·(2·kd + hd), H, W]` is viewed as `[B, nh, 2·kd + hd, N]`
 //! (per head interleaved `[q_h | k_h | v_h]`), `attn = softmax((q·scale)ᵀ k)` over keys, `x = v · attnᵀ`
 //! reshaped to `[B, dim, H, W]`, plus the depthwise positional conv `pe(v)`, then `proj`.
+//!
+//! The attention itself (split, scaled softmax attention, reshapes back to NCHW) is one op,
+//! [`kernels_cubecl::psa::psa_attention`]: Flash Attention 2 kernels on CubeCL backends (no `N × N` matrix),
+//! a tensor-op reference elsewhere.
 
 use burn::prelude::*;
-use burn::tensor::activation::softmax;
+use kernels_cubecl::psa::psa_attention;
 
 use super::conv::{Conv, ConvConfig};
+use crate::YoloBackend;
 
 #[derive(Module, Debug)]
 pub struct Attention<B: Backend> {
@@ -38,20 +43,15 @@ impl<B: Backend> Attention<B> {
             scale: (key_dim as f64).powf(-0.5),
         }
     }
+}
 
+impl<B: YoloBackend> Attention<B> {
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
-        let [b, c, h, w] = x.dims();
-        let n = h * w;
-        let (nh, kd, hd) = (self.num_heads, self.key_dim, self.head_dim);
-        let qkv = self.qkv.forward(x).reshape([b, nh, 2 * kd + hd, n]);
-        let q = qkv.clone().narrow(2, 0, kd);
-        let k = qkv.clone().narrow(2, kd, kd);
-        let v = qkv.narrow(2, 2 * kd, hd);
-        // [B, nh, N, N]: row i = query token i
-        let attn = softmax((q * self.scale).swap_dims(2, 3).matmul(k), 3);
-        let out = v.clone().matmul(attn.swap_dims(2, 3)).reshape([b, c, h, w]);
-        let pe = self.pe.forward(v.reshape([b, c, h, w]));
-        self.proj.forward(out + pe)
+        let qkv = self.qkv.forward(x);
+        // `attn` = (v @ softmax((q·scale)ᵀ k)ᵀ).view(B, C, H, W), `v` = v.reshape(B, C, H, W).
+        let (attn, v) = psa_attention(qkv, self.num_heads, self.key_dim, self.scale as f32);
+        let pe = self.pe.forward(v);
+        self.proj.forward(attn + pe)
     }
 }
 
@@ -91,7 +91,7 @@ impl PsaBlockConfig {
     }
 }
 
-impl<B: Backend> PsaBlock<B> {
+impl<B: YoloBackend> PsaBlock<B> {
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
         let x = x.clone() + self.attn.forward(x);
         x.clone() + self.ffn.i1.forward(self.ffn.i0.forward(x))
@@ -117,7 +117,9 @@ impl<B: Backend> C2Psa<B> {
             c,
         }
     }
+}
 
+impl<B: YoloBackend> C2Psa<B> {
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
         let y = self.cv1.forward(x);
         let a = y.clone().narrow(1, 0, self.c);

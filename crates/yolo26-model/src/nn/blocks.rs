@@ -83,7 +83,7 @@ pub enum C3k2Block<B: Backend> {
     Attn(BottleneckPsa<B>),
 }
 
-impl<B: Backend> C3k2Block<B> {
+impl<B: crate::YoloBackend> C3k2Block<B> {
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
         match self {
             C3k2Block::Bottleneck(b) => b.forward(x),
@@ -149,7 +149,7 @@ impl C3k2Config {
     }
 }
 
-impl<B: Backend> C3k2<B> {
+impl<B: crate::YoloBackend> C3k2<B> {
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
         let y = self.cv1.forward(x);
         let mut ys = y.chunk(2, 1);

@@ -73,8 +73,7 @@ pub(crate) struct PsaInputs {
 impl PsaInputs {
     pub fn random(c: &PsaCase, seed: u64, dtype: DType) -> Self {
         let mut rng = Rng::new(seed);
-        let mut gen =
-            |n: usize, amp: f32| crate::attention::tests::round_to(rng.uniform(n, amp), dtype);
+        let mut gen = |n: usize, amp: f32| crate::attention::tests::round_to(rng.uniform(n, amp), dtype);
         let nq = c.qkv_shape().iter().product();
         let no = c.out_shape().iter().product();
         Self { qkv: gen(nq, 2.0), w_attn: gen(no, 1.0), w_v: gen(no, 1.0) }
