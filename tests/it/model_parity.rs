@@ -209,7 +209,12 @@ fn yolo26n_wgpu_matches_flex() {
 /// Per-layer and head errors of one backend against the fixture (printed), plus the end-to-end top-k
 /// (device top-k kernel) matched as a set; returns the failures instead of stopping at the first.
 #[cfg(feature = "cuda")]
-fn backend_report<B: yolo26_model::YoloBackend>(tag: &str, fx: &HashFixture, dev: &B::Device, f64: bool) -> Vec<String> {
+fn backend_report<B: yolo26_model::YoloBackend>(
+    tag: &str,
+    fx: &HashFixture,
+    dev: &B::Device,
+    f64: bool,
+) -> Vec<String> {
     let mut m = model::<B>(fx, dev);
     let mut x = fx.tensor::<B, 4>("input", dev);
     if f64 {
@@ -255,7 +260,8 @@ fn backend_report<B: yolo26_model::YoloBackend>(tag: &str, fx: &HashFixture, dev
 #[cfg(feature = "cuda")]
 #[test]
 fn yolo26n_and_m_cuda_match_ultralytics() {
-    use burn::backend::cuda::{Cuda, CudaDevice, CudaRuntime};
+    use burn::backend::cuda::{Cuda, CudaDevice};
+    use cubecl::cuda::CudaRuntime;
     type Cube = burn_cubecl::CubeBackend<CudaRuntime, f32, i32, u8>;
     let dev = CudaDevice::new(0);
     let mut fails = Vec::new();

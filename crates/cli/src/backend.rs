@@ -1,7 +1,6 @@
 //! `--device cpu | wgpu[:N] | cuda[:N]`: picks one of the compiled-in Burn backends at run time and runs a
 //! backend-generic job on it.
 
-
 /// A job that runs on any backend.
 pub trait Job {
     type Output;

@@ -11,12 +11,12 @@ use burn::prelude::*;
 use burn::tensor::{DType, TensorData};
 use image::DynamicImage;
 
+use crate::backend::YoloBackend;
 use crate::config::{Scale, Yolo26Config};
 use crate::fuse::FoldBn;
 use crate::load::{cast_floats, load_weights, LoadError};
 use crate::model::Yolo26;
 use crate::names::default_names;
-use crate::backend::YoloBackend;
 use crate::postprocess::{
     decode_end2end, decode_one2many, end2end_to_host, non_max_suppression, Anchors, NmsConfig, RawDetection,
 };

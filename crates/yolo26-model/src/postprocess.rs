@@ -8,10 +8,10 @@ use burn::prelude::*;
 use burn::tensor::{Int, TensorData};
 use burn::vision::{Nms, NmsOptions};
 
+use crate::backend::YoloBackend;
 use crate::config::STRIDES;
 use crate::nn::head::HeadOutput;
 use kernels_cubecl::topk::topk_rows;
-use crate::backend::YoloBackend;
 
 /// Anchor grid of a given input: cell centres in grid units `[1, 2, A]` and the stride of each anchor `[1, 1, A]`.
 #[derive(Debug, Clone)]

@@ -113,7 +113,7 @@ where
     type A<B> = Autodiff<B>;
     let [q, k, v] = [q, k, v].map(|t| Tensor::<A<B>, 4>::from_inner(t).require_grad());
     let base = mem();
-    let (us, held) = time::<A<B>>(dev, || {
+    let (us, held) = time::<B>(dev, || {
         let o = flash_attention(q.clone(), k.clone(), v.clone(), scale);
         B::sync(dev).unwrap();
         let held = mem().saturating_sub(base);
@@ -122,7 +122,7 @@ where
     });
     row("FA2 forward+backward", us, 3.5 * flops, Some(held));
     if burn_ok {
-        let (us, held) = time::<A<B>>(dev, || {
+        let (us, held) = time::<B>(dev, || {
             let o = burn_attention(q.clone(), k.clone(), v.clone(), scale);
             B::sync(dev).unwrap();
             let held = mem().saturating_sub(base);

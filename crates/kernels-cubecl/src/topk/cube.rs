@@ -25,7 +25,12 @@ where
 }
 
 /// Kernel top-k of `x: [rows, n]` with chunks of `chunk` entries; indices of dtype `int_dtype`.
-pub fn topk<R: CubeRuntime>(x: CubeTensor<R>, k: usize, chunk: usize, int_dtype: DType) -> (CubeTensor<R>, CubeTensor<R>) {
+pub fn topk<R: CubeRuntime>(
+    x: CubeTensor<R>,
+    k: usize,
+    chunk: usize,
+    int_dtype: DType,
+) -> (CubeTensor<R>, CubeTensor<R>) {
     let [rows, n] = x.meta.shape().dims::<2>();
     assert!(k >= 1 && k <= n, "topk: k = {k} must be in 1..={n}");
     let empty = |shape: [usize; 2], dtype: DType| {

@@ -26,7 +26,7 @@ use burn::tensor::{
     backend::Backend,
     get_device_settings,
     ops::{FloatTensor, IntTensor},
-    IntDType, Int, Tensor, TensorPrimitive,
+    Int, IntDType, Tensor, TensorPrimitive,
 };
 
 /// Backend extension: row-wise top-k of a `[rows, n]` float tensor.
@@ -41,11 +41,7 @@ pub trait TopKBackend: Backend {
 impl TopKBackend for burn::backend::Flex {}
 
 /// Reference top-k from a full descending sort (any backend).
-pub fn reference_topk<B: Backend>(
-    x: FloatTensor<B>,
-    k: usize,
-    _int_dtype: IntDType,
-) -> (FloatTensor<B>, IntTensor<B>) {
+pub fn reference_topk<B: Backend>(x: FloatTensor<B>, k: usize, _int_dtype: IntDType) -> (FloatTensor<B>, IntTensor<B>) {
     let x = Tensor::<B, 2>::from_primitive(TensorPrimitive::Float(x));
     let (values, indices) = x.sort_descending_with_indices(1);
     (values.narrow(1, 0, k).into_primitive().tensor(), indices.narrow(1, 0, k).into_primitive())

@@ -108,8 +108,9 @@ fn check_raw_pass<R: burn_cubecl::CubeRuntime>(dev: &R::Device, seed: u64) {
     let (rows, n, k, chunk) = (2usize, 1100usize, 30usize, 256usize);
     let x = Rng::new(seed).uniform(rows * n, 3.0);
     let chunks = n.div_ceil(chunk);
-    let xt: CubeTensor<R> =
-        into_contiguous(Tensor::<Cb<R>, 2>::from_data(TensorData::new(x.clone(), [rows, n]), dev).into_primitive().tensor());
+    let xt: CubeTensor<R> = into_contiguous(
+        Tensor::<Cb<R>, 2>::from_data(TensorData::new(x.clone(), [rows, n]), dev).into_primitive().tensor(),
+    );
     let poisoned_f = |len: usize| -> CubeTensor<R> {
         let t: CubeTensor<R> = Tensor::<Cb<R>, 1>::full([len], f32::NAN, dev).into_primitive().tensor();
         CubeTensor::new_contiguous(t.client, t.device, Shape::new([rows, len / rows]), t.handle, t.dtype)
@@ -163,9 +164,9 @@ mod wgpu {
 #[cfg(feature = "cuda")]
 mod cuda {
     use burn::backend::cuda::CudaDevice;
-    use cubecl::cuda::CudaRuntime;
-    use burn_cubecl::CubeBackend;
     use burn::backend::{Autodiff, Cuda};
+    use burn_cubecl::CubeBackend;
+    use cubecl::cuda::CudaRuntime;
 
     #[test]
     fn cuda_topk() {
