@@ -163,7 +163,7 @@ impl<B: YoloBackend> Detector<B> {
         opts: DetectorOptions,
         device: &B::Device,
     ) -> Result<Self, DetectorError> {
-        if opts.imgsz == 0 || opts.imgsz % 32 != 0 {
+        if opts.imgsz == 0 || !opts.imgsz.is_multiple_of(32) {
             return Err(DetectorError::Config(format!("--imgsz {} must be a positive multiple of 32", opts.imgsz)));
         }
         let mut model = model.fold_bn();

@@ -147,6 +147,20 @@ pub fn collect_weights<B: Backend, M: Module<B>>(model: &M) -> WeightMap {
     WeightMap { tensors, ..Default::default() }
 }
 
+struct CastFloats(burn::tensor::DType);
+
+impl<B: Backend> ModuleMapper<B> for CastFloats {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
+        let (id, t, mapper) = param.consume();
+        Param::from_mapped_value(id, t.cast(self.0), mapper)
+    }
+}
+
+/// Casts every float parameter and buffer of a module (e.g. to `DType::F16` for `--half`).
+pub fn cast_floats<B: Backend, M: Module<B>>(module: M, dtype: burn::tensor::DType) -> M {
+    module.map(&mut CastFloats(dtype))
+}
+
 #[cfg(test)]
 mod tests {
     use super::translate;
@@ -178,18 +192,4 @@ mod tests {
         ]);
         assert_eq!(translate(&path), "model.23.one2one_cv3.2.2.bias");
     }
-}
-
-struct CastFloats(burn::tensor::DType);
-
-impl<B: Backend> ModuleMapper<B> for CastFloats {
-    fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
-        let (id, t, mapper) = param.consume();
-        Param::from_mapped_value(id, t.cast(self.0), mapper)
-    }
-}
-
-/// Casts every float parameter and buffer of a module (e.g. to `DType::F16` for `--half`).
-pub fn cast_floats<B: Backend, M: Module<B>>(module: M, dtype: burn::tensor::DType) -> M {
-    module.map(&mut CastFloats(dtype))
 }

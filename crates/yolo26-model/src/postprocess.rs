@@ -5,7 +5,7 @@
 
 use burn::backend::Flex;
 use burn::prelude::*;
-use burn::tensor::{Int, TensorData};
+use burn::tensor::TensorData;
 use burn::vision::{Nms, NmsOptions};
 
 use crate::backend::YoloBackend;

@@ -24,7 +24,7 @@ impl FlashMultiHeadAttentionConfig {
     /// Builds the module (Burn's default `Linear` initialisation).
     pub fn init<B: Backend>(&self, device: &B::Device) -> FlashMultiHeadAttention<B> {
         assert!(
-            self.n_heads > 0 && self.d_model % self.n_heads == 0,
+            self.n_heads > 0 && self.d_model.is_multiple_of(self.n_heads),
             "FlashMultiHeadAttention: n_heads ({}) must divide d_model ({})",
             self.n_heads,
             self.d_model

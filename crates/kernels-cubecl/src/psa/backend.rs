@@ -54,7 +54,7 @@ impl PsaBackend for burn::backend::Flex {}
 /// Checks the `qkv` shape `[B, nh·(2kd + hd), H, W]` (panics on a mismatch) and returns the geometry.
 pub fn psa_dims(shape: &[usize], num_heads: usize, key_dim: usize) -> PsaDims {
     assert!(
-        shape.len() == 4 && num_heads > 0 && key_dim > 0 && shape[1] % num_heads == 0,
+        shape.len() == 4 && num_heads > 0 && key_dim > 0 && shape[1].is_multiple_of(num_heads),
         "psa attention: expected qkv [B, nh·(2·kd + hd), H, W] with nh = {num_heads}, kd = {key_dim}, got {shape:?}"
     );
     let c3 = shape[1] / num_heads;

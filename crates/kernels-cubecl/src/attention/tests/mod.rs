@@ -214,7 +214,7 @@ pub(crate) fn check_autodiff<B>(device: &B::Device, c: &Case, dtype: DType, seed
 where
     B: burn::tensor::backend::AutodiffBackend + crate::attention::FlashAttentionBackend,
 {
-    let (b, h) = if c.bh % 2 == 0 { (2, c.bh / 2) } else { (1, c.bh) };
+    let (b, h) = if c.bh.is_multiple_of(2) { (2, c.bh / 2) } else { (1, c.bh) };
     let x = Inputs::random(c, seed, dtype);
     let want = reference_f64(c, &x, scale);
     let q = tensor::<B, 4>(&x.q, [b, h, c.nq, c.dk], dtype, device).require_grad();
