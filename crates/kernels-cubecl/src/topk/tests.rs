@@ -6,7 +6,7 @@
 use burn::tensor::{Int, Tensor, TensorData};
 
 use super::{topk_rows, TopKBackend};
-use crate::attention::tests::Rng;
+use crate::test_util::Rng;
 
 /// Expected `(values, indices)` of each row: descending value, ties by ascending index.
 fn host_topk(x: &[f32], rows: usize, n: usize, k: usize) -> (Vec<f32>, Vec<i64>) {

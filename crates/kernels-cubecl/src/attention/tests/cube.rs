@@ -1,41 +1,13 @@
 //! Runtime-generic checks of the CubeCL kernels (instantiated by the `wgpu` and `cuda` test modules).
 #![allow(dead_code)]
 
-use burn::tensor::{DType, Shape, Tensor, TensorPrimitive};
-use burn_cubecl::{kernel::into_contiguous, tensor::CubeTensor, BoolElement, CubeBackend, CubeRuntime};
+use burn::tensor::DType;
+use burn_cubecl::{BoolElement, CubeRuntime};
 
 use super::*;
 use crate::attention::cube::raw;
 
-type Cb<R, BT> = CubeBackend<R, f32, i32, BT>;
-
-pub(crate) fn upload<R: CubeRuntime, BT: BoolElement, const D: usize>(
-    data: &[f32],
-    shape: [usize; D],
-    dtype: DType,
-    device: &R::Device,
-) -> CubeTensor<R> {
-    // CUDA may hand out pitched rows for `from_data`; the raw launchers need tight rows (the op calls
-    // `into_contiguous` itself, which copies pitched tensors into tight ones).
-    into_contiguous(tensor::<Cb<R, BT>, D>(data, shape, dtype, device).into_primitive().tensor())
-}
-
-/// A tensor filled with NaN (so an element the kernel does not write fails the comparison).
-pub(crate) fn poisoned<R: CubeRuntime, BT: BoolElement, const D: usize>(
-    shape: [usize; D],
-    dtype: DType,
-    device: &R::Device,
-) -> CubeTensor<R> {
-    // Filled as a 1-D tensor (never pitched), then viewed with the target shape and tight strides.
-    let n = shape.iter().product::<usize>();
-    let t = Tensor::<Cb<R, BT>, 1>::full([n], f32::NAN, device);
-    let t: CubeTensor<R> = if t.dtype() == dtype { t } else { t.cast(dtype) }.into_primitive().tensor();
-    CubeTensor::new_contiguous(t.client, t.device, Shape::new(shape), t.handle, t.dtype)
-}
-
-pub(crate) fn download<R: CubeRuntime, BT: BoolElement, const D: usize>(t: CubeTensor<R>) -> Vec<f32> {
-    to_vec(Tensor::<Cb<R, BT>, D>::from_primitive(TensorPrimitive::Float(t)))
-}
+pub(crate) use crate::test_util::{download, poisoned, upload, Cb};
 
 /// Launches the four kernels directly into NaN-poisoned outputs and compares every output with the f64
 /// reference. The backward kernels get the reference's `o` and `lse` (so they are tested on their own).

@@ -12,7 +12,7 @@ mod reference;
 #[cfg(feature = "wgpu")]
 mod wgpu;
 
-use burn::tensor::{backend::Backend, DType, Tensor, TensorData};
+use burn::tensor::{DType, TensorData};
 
 /// Problem size: `bh` heads of `q [nq, dk]`, `k [nk, dk]`, `v [nk, dv]`.
 #[derive(Clone, Copy, Debug)]
@@ -33,24 +33,7 @@ impl Case {
     }
 }
 
-/// xorshift64* — deterministic inputs without a `rand` dependency.
-pub(crate) struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Self(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    fn next_u64(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    /// Uniform in `[-amp, amp)`.
-    pub fn uniform(&mut self, n: usize, amp: f32) -> Vec<f32> {
-        (0..n).map(|_| ((self.next_u64() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * amp).collect()
-    }
-}
+pub(crate) use crate::test_util::{round_to, tensor, to_vec, Rng};
 
 /// Host inputs of one case (values already rounded to the storage dtype, so the f64 reference sees
 /// exactly what the kernel sees).
@@ -73,14 +56,6 @@ impl Inputs {
             v: gen(c.bh * c.nk * c.dv, 1.0),
             d_o: gen(c.bh * c.nq * c.dv, 1.0),
         }
-    }
-}
-
-pub(crate) fn round_to(x: Vec<f32>, dtype: DType) -> Vec<f32> {
-    match dtype {
-        DType::F16 => x.into_iter().map(|v| half::f16::from_f32(v).to_f32()).collect(),
-        DType::BF16 => x.into_iter().map(|v| half::bf16::from_f32(v).to_f32()).collect(),
-        _ => x,
     }
 }
 
@@ -180,25 +155,6 @@ pub(crate) fn assert_close(what: &str, got: &[f32], want: &[f64], tol: f64) -> f
     e
 }
 
-pub(crate) fn to_vec<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
-    t.into_data().convert::<f32>().to_vec::<f32>().unwrap()
-}
-
-pub(crate) fn tensor<B: Backend, const D: usize>(
-    data: &[f32],
-    shape: [usize; D],
-    dtype: DType,
-    device: &B::Device,
-) -> Tensor<B, D> {
-    let t = Tensor::<B, D>::from_data(TensorData::new(data.to_vec(), shape), device);
-    if t.dtype() == dtype {
-        t
-    } else {
-        t.cast(dtype)
-    }
-}
-
-/// Shapes for the fast (CPU) backends: tails, `Nq ≠ Nk`, every tested head dim, `Dk ≠ Dv`, `BH > 1`.
 pub(crate) const SMALL_CASES: [Case; 6] = [
     Case::new(2, 37, 53, 16, 16),
     Case::new(3, 70, 45, 32, 32),
