@@ -2,7 +2,7 @@
 //! `loss_fixture.safetensors`: B = 3 images at 128 px, 336 anchors, 20 classes; image 0 four boxes, image 1 none,
 //! image 2 a tiny STAL box and two overlapping boxes): assigner outputs of both branches, every loss term, the
 //! E2ELoss total at epoch 3 of 10 and its gradients w.r.t. the raw predictions of both heads (Autodiff<Flex>,
-//! and Autodiff<Wgpu> with the `wgpu` feature), an all-empty batch, and the ProgLoss schedule.
+//! Autodiff<Wgpu> with the `wgpu` feature, Autodiff<Cuda> with `cuda`), an all-empty batch, and the ProgLoss schedule.
 
 use burn::backend::{Autodiff, Flex};
 use burn::prelude::*;
@@ -11,7 +11,7 @@ use yolo26_model::nn::head::HeadOutput;
 use yolo26_model::postprocess::Anchors;
 use yolo26_model::weights::{read_safetensors, WeightMap};
 use yolo26_tests::{fixture, host, rel_l2};
-use yolo26_train::{prog_loss_o2m, DetectionLoss, E2ELoss, GtBoxes, LossGains, LossTerms};
+use yolo26_train::{prog_loss_o2m, DetectionLoss, E2ELoss, GtBoxes, LossGains, LossTerms, TrainBackend};
 
 const REL_TOL: f64 = 1e-4;
 const FEATS: [[usize; 2]; 3] = [[16, 16], [8, 8], [4, 4]];
@@ -98,7 +98,7 @@ fn assigner_and_branch_losses_match_ultralytics() {
 }
 
 /// E2ELoss at the fixture's epoch on an autodiff backend: terms, total and d total / d raw predictions.
-fn e2e_and_grads<B: AutodiffBackend>(fx: &Fx, dev: &B::Device, grad_tol: f64) {
+fn e2e_and_grads<B: AutodiffBackend + TrainBackend>(fx: &Fx, dev: &B::Device, grad_tol: f64) {
     let ee = fx.data("e2e.epoch_epochs");
     let mut loss = E2ELoss::new(NC, ee[1] as usize, LossGains::default());
     for _ in 0..ee[0] as usize {
@@ -134,6 +134,13 @@ fn e2e_loss_and_gradients_match_ultralytics_flex() {
 fn e2e_loss_and_gradients_match_ultralytics_wgpu() {
     use burn::backend::wgpu::{Wgpu, WgpuDevice};
     e2e_and_grads::<Autodiff<Wgpu>>(&Fx::load(), &WgpuDevice::DefaultDevice, REL_TOL);
+}
+
+#[cfg(feature = "cuda")]
+#[test]
+fn e2e_loss_and_gradients_match_ultralytics_cuda() {
+    use burn::backend::{cuda::CudaDevice, Cuda};
+    e2e_and_grads::<Autodiff<Cuda>>(&Fx::load(), &CudaDevice::new(0), REL_TOL);
 }
 
 /// A batch without any box (G = 0): only the class loss remains (all targets zero), box and L1 are exactly 0,

@@ -7,6 +7,7 @@
 pub mod attention;
 pub mod bce;
 pub mod ciou;
+mod cube_util;
 pub mod decode;
 mod dtype;
 pub mod psa;

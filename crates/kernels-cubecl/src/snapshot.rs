@@ -18,7 +18,7 @@
 //! program text is otherwise the same.
 //!
 //! Dump every kernel's source to a directory: `KERNEL_SOURCE_DUMP=/tmp/kernels cargo test --release
-//! --all-features -p kernels-cubecl --lib -- --skip cuda snapshot` (files `<name>.wgsl`, `<name>.cu`).
+//! --features wgpu,cuda -p kernels-cubecl --lib -- --skip cuda snapshot` (files `<name>.wgsl`, `<name>.cu`).
 
 use cubecl::prelude::*;
 use cubecl::wgpu::{WgpuDevice, WgpuRuntime, WgslCompiler};
@@ -446,9 +446,52 @@ pub fn all_sources() -> Vec<KernelSource> {
     kernels().into_iter().map(|(name, def)| sources(name, def)).collect()
 }
 
+/// CUDA C++ of the tensor-core FA2 forward (`forward_cmma`, f16, Dk = 32, Dv = 64, 4 planes: the PSA
+/// shape). CUDA only: WGSL has no `cmma` here, so this kernel is not in [`kernels`].
+#[cfg(feature = "cuda")]
+pub fn fa2_forward_cmma_cuda() -> String {
+    use crate::attention::kernels::forward_cmma;
+    let f16_ty: StorageType = half::f16::as_type_native_unchecked().storage_type();
+    let t = || TensorCompilationArg { inplace: None };
+    let planes = 4usize;
+    let settings = KernelSettings::default()
+        .cube_dim(CubeDim::new_2d(forward_cmma::PLANE as u32, planes as u32))
+        .address_type(AddressType::U32);
+    let def = forward_cmma::flash_fwd_cmma_kernel::FlashFwdCmmaKernel::<WgpuRuntime>::new(
+        settings,
+        client(),
+        t(),
+        t(),
+        t(),
+        t(),
+        t(),
+        (),
+        (),
+        (),
+        32,
+        64,
+        planes,
+        f16_ty,
+    )
+    .define();
+    normalise_cuda(&cuda(def))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(feature = "cuda")]
+    #[test]
+    fn snapshot_fa2_forward_cmma_source() {
+        let src = fa2_forward_cmma_cuda();
+        assert!(src.contains("mma_sync"), "no tensor-core instruction in the cmma forward");
+        if let Ok(dir) = std::env::var("KERNEL_SOURCE_DUMP") {
+            std::fs::create_dir_all(&dir).expect("create KERNEL_SOURCE_DUMP dir");
+            std::fs::write(std::path::Path::new(&dir).join("fa2_forward_cmma_f16_dk32_dv64.cu"), &src).expect("write");
+        }
+        insta::assert_snapshot!("fa2_forward_cmma_f16_dk32_dv64.cu", src);
+    }
 
     /// Writes the sources to `$KERNEL_SOURCE_DUMP/<name>.{wgsl,cu}` when that variable is set.
     fn dump(src: &KernelSource) {

@@ -7,8 +7,9 @@
 
 use burn::prelude::*;
 use burn::tensor::IndexingUpdateOp;
+use kernels_cubecl::ciou::ciou_loss;
 
-use crate::ops::ciou;
+use crate::backend::TrainBackend;
 
 /// Padded ground truth of a batch.
 #[derive(Debug, Clone)]
@@ -74,7 +75,7 @@ impl TaskAlignedAssigner {
     /// Assigns targets.
     /// * `pd_scores` `[B, A, C]` sigmoid scores, `pd_bboxes` `[B, A, 4]` xyxy pixels (both detached here),
     /// * `anc_points` `[A, 2]` anchor centres in pixels, `gt` padded ground truth.
-    pub fn assign<B: Backend>(
+    pub fn assign<B: TrainBackend>(
         &self,
         pd_scores: Tensor<B, 3>,
         pd_bboxes: Tensor<B, 3>,
@@ -168,7 +169,7 @@ impl TaskAlignedAssigner {
 
     /// `get_box_metrics`: alignment metric `s^α · CIoU^β` and overlaps `CIoU.clamp(0)` on the `valid` pairs,
     /// zero elsewhere (`[B, G, A]` each). `s` = predicted score of the GT's class at the anchor.
-    fn box_metrics<B: Backend>(
+    fn box_metrics<B: TrainBackend>(
         &self,
         pd_scores: Tensor<B, 3>,
         pd_bboxes: Tensor<B, 3>,
@@ -178,9 +179,13 @@ impl TaskAlignedAssigner {
         let [b, g, a] = valid.dims();
         let labels = gt.labels.clone().clamp(0, self.num_classes as i64 - 1);
         let scores = pd_scores.swap_dims(1, 2).gather(1, labels.unsqueeze_dim::<3>(2).expand([b, g, a])); // [B, G, A]
-        let gt4 = gt.bboxes.clone().detach().unsqueeze_dim::<4>(2).expand([b, g, a, 4]);
-        let pd4 = pd_bboxes.unsqueeze_dim::<4>(1).expand([b, g, a, 4]);
-        let overlaps = ciou(gt4, pd4).squeeze_dim::<3>(3).clamp_min(0.0) * valid.clone();
+
+        // bbox_iou(gt, pd, CIoU=True) over all pairs, one fused kernel pass (`1 − ciou_loss`)
+        let m = b * g * a;
+        let gt4 = gt.bboxes.clone().detach().unsqueeze_dim::<4>(2).expand([b, g, a, 4]).reshape([m, 4]);
+        let pd4 = pd_bboxes.unsqueeze_dim::<4>(1).expand([b, g, a, 4]).reshape([m, 4]);
+        let ciou = ciou_loss(gt4, pd4).neg() + 1.0;
+        let overlaps = ciou.reshape([b, g, a]).clamp_min(0.0) * valid.clone();
         let align = scores.powf_scalar(self.alpha) * overlaps.clone().powf_scalar(self.beta) * valid;
         (align, overlaps)
     }

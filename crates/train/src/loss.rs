@@ -7,13 +7,20 @@
 //! `strides [1, 1, A]`); ground truth padded as [`GtBoxes`] (xyxy pixels). Each loss term is a `[1]` tensor
 //! already multiplied by its gain and by the batch size, as ultralytics returns it. Everything stays on the
 //! device (no host sync); gradients flow into the raw predictions only (the assigner sees detached copies).
+//!
+//! The element-wise work runs in the fused `kernels-cubecl` ops (each with its backward kernel on CubeCL
+//! backends, plain tensor ops elsewhere): `detect_decode` (LTRB → xyxy pixels), `ciou_loss` and
+//! `bce_with_logits`.
 
 use burn::prelude::*;
+use kernels_cubecl::bce::bce_with_logits;
+use kernels_cubecl::ciou::ciou_loss;
+use kernels_cubecl::decode::{detect_decode, BoxFormat};
 use yolo26_model::nn::head::HeadOutput;
 use yolo26_model::postprocess::Anchors;
 
 use crate::assigner::{Assignment, GtBoxes, TaskAlignedAssigner};
-use crate::ops::{bce_with_logits, ciou_loss};
+use crate::backend::TrainBackend;
 
 /// Loss gains (ultralytics `cfg/default.yaml`: `box 7.5`, `cls 0.5`, `dfl 1.5` — the latter weighs L1 here).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -68,13 +75,18 @@ impl DetectionLoss {
     }
 
     /// `v8DetectionLoss.loss(preds, batch)[0]` as terms.
-    pub fn forward<B: Backend>(&self, head: &HeadOutput<B>, anchors: &Anchors<B>, gt: &GtBoxes<B>) -> LossTerms<B> {
+    pub fn forward<B: TrainBackend>(
+        &self,
+        head: &HeadOutput<B>,
+        anchors: &Anchors<B>,
+        gt: &GtBoxes<B>,
+    ) -> LossTerms<B> {
         self.forward_with_assignment(head, anchors, gt).0
     }
 
     /// [`Self::forward`] plus the assigner's output (`get_assigned_targets_and_loss`).
     /// The input size is taken from the first feature map: `imgsz = feat_shapes[0] · stride[0]`.
-    pub fn forward_with_assignment<B: Backend>(
+    pub fn forward_with_assignment<B: TrainBackend>(
         &self,
         head: &HeadOutput<B>,
         anchors: &Anchors<B>,
@@ -90,17 +102,16 @@ impl DetectionLoss {
         let s0 = yolo26_model::config::STRIDES[0] as f64;
         let (img_h, img_w) = (fh as f64 * s0, fw as f64 * s0);
 
-        // bbox_decode (reg_max = 1: the raw distances are the LTRB), xyxy grid units
-        let pred_bboxes = Tensor::cat(
-            vec![anc3.clone() - pred_dist.clone().narrow(2, 0, 2), anc3.clone() + pred_dist.clone().narrow(2, 2, 2)],
-            2,
-        );
+        // bbox_decode (reg_max = 1: the raw distances are the LTRB) fused with the `* stride` of the assigner's
+        // input: xyxy pixels [B, A, 4]. The box loss works in grid units as ultralytics does (`/ stride`).
+        let pred_px = detect_decode(head.boxes.clone(), anchors.grid.clone(), BoxFormat::Xyxy).swap_dims(1, 2);
         let asg = self.assigner.assign(
             burn::tensor::activation::sigmoid(pred_scores.clone().detach()),
-            pred_bboxes.clone().detach() * stride.clone(),
+            pred_px.clone().detach(),
             anc * stride.clone().reshape([a, 1]),
             gt,
         );
+        let pred_bboxes = pred_px / stride.clone(); // grid units
         let target_scores_sum = asg.target_scores.clone().sum().clamp_min(1.0); // [1], on the device
 
         let cls = bce_with_logits(pred_scores, asg.target_scores.clone()).sum() / target_scores_sum.clone();
@@ -109,11 +120,15 @@ impl DetectionLoss {
         let fg = asg.fg_mask.clone().unsqueeze_dim::<3>(2); // [B, A, 1]
         let weight = asg.target_scores.clone().sum_dim(2) * fg.clone(); // [B, A, 1]
         let target_bboxes = asg.target_bboxes.clone() / stride.clone(); // grid units
-                                                                        // background lanes get a harmless unit box so nothing non-finite enters the graph there
+
+        // background lanes get a harmless unit box so nothing non-finite enters the graph there
         let bg = fg.clone().lower_elem(0.5).expand([b, a, 4]);
         let unit = Tensor::<B, 1>::from_floats([0.0, 0.0, 1.0, 1.0], &fg.device()).reshape([1, 1, 4]).expand([b, a, 4]);
-        let iou_loss =
-            ciou_loss(pred_bboxes.mask_where(bg.clone(), unit.clone()), target_bboxes.clone().mask_where(bg, unit));
+        let iou_loss = ciou_loss(
+            pred_bboxes.mask_where(bg.clone(), unit.clone()).reshape([b * a, 4]),
+            target_bboxes.clone().mask_where(bg, unit).reshape([b * a, 4]),
+        )
+        .reshape([b, a, 1]);
         let box_loss = (iou_loss * weight.clone()).sum() / target_scores_sum.clone();
 
         // L1 on LTRB distances × stride, x by image width, y by image height
@@ -201,7 +216,7 @@ impl E2ELoss {
         self.set_epoch(self.updates + 1);
     }
 
-    pub fn forward<B: Backend>(
+    pub fn forward<B: TrainBackend>(
         &self,
         one2many: &HeadOutput<B>,
         one2one: &HeadOutput<B>,

@@ -223,9 +223,22 @@ impl<B: YoloBackend> Detector<B> {
         (x, batch.infos)
     }
 
+    /// The anchor grid of this feature-map layout, built on the device on first use and cached (in the
+    /// model's float dtype; the `[3, A]` decode grid stays F32).
     fn anchors_for(&self, feat_shapes: &[[usize; 2]]) -> Anchors<B> {
         let mut cache = self.anchors.lock().expect("anchor cache");
-        cache.entry(feat_shapes.to_vec()).or_insert_with(|| Anchors::new(feat_shapes, &self.device)).clone()
+        let half = self.opts.half;
+        cache
+            .entry(feat_shapes.to_vec())
+            .or_insert_with(|| {
+                let a = Anchors::new(feat_shapes, &self.device);
+                if half {
+                    Anchors { points: a.points.cast(DType::F16), strides: a.strides.cast(DType::F16), ..a }
+                } else {
+                    a
+                }
+            })
+            .clone()
     }
 
     /// Forward + decode of a letterboxed batch `[B, 3, H, W]`; detections in network-input pixels.
@@ -234,15 +247,6 @@ impl<B: YoloBackend> Detector<B> {
         let feats = self.model.forward_features(x);
         let shapes: Vec<[usize; 2]> = feats.iter().map(|f| [f.dims()[2], f.dims()[3]]).collect();
         let anchors = self.anchors_for(&shapes);
-        let anchors = if self.opts.half {
-            Anchors {
-                points: anchors.points.cast(DType::F16),
-                strides: anchors.strides.cast(DType::F16),
-                feat_shapes: shapes,
-            }
-        } else {
-            anchors
-        };
         match self.opts.mode {
             DecodeMode::EndToEnd => {
                 let head = self.model.layer23.forward_one2one(&feats);

@@ -11,13 +11,19 @@ use burn::vision::{Nms, NmsOptions};
 use crate::backend::YoloBackend;
 use crate::config::STRIDES;
 use crate::nn::head::HeadOutput;
+use kernels_cubecl::decode::{anchor_grid, detect_decode, BoxFormat};
 use kernels_cubecl::topk::topk_rows;
 
-/// Anchor grid of a given input: cell centres in grid units `[1, 2, A]` and the stride of each anchor `[1, 1, A]`.
+/// Anchor grid of a given input, built once per input size and kept on the device (the [`crate::Detector`]
+/// caches one per feature-map layout): cell centres in grid units `[1, 2, A]` and the stride of each anchor
+/// `[1, 1, A]` (model float dtype), and the same grid as the `[3, A]` F32 rows `(x, y, stride)` that
+/// [`kernels_cubecl::decode::detect_decode`] reads.
 #[derive(Debug, Clone)]
 pub struct Anchors<B: Backend> {
     pub points: Tensor<B, 3>,
     pub strides: Tensor<B, 3>,
+    /// `[3, A]` F32: anchor x, anchor y (grid units), stride.
+    pub grid: Tensor<B, 2>,
     pub feat_shapes: Vec<[usize; 2]>,
 }
 
@@ -38,9 +44,12 @@ impl<B: Backend> Anchors<B> {
             }
         }
         xs.extend(ys);
+        let sizes: Vec<(usize, usize)> = feat_shapes.iter().map(|&[h, w]| (h, w)).collect();
+        let strides: Vec<f32> = STRIDES[..feat_shapes.len()].iter().map(|&s| s as f32).collect();
         Anchors {
             points: Tensor::from_data(TensorData::new(xs, [1, 2, total]), device),
             strides: Tensor::from_data(TensorData::new(ss, [1, 1, total]), device),
+            grid: anchor_grid(&sizes, &strides, device),
             feat_shapes: feat_shapes.to_vec(),
         }
     }
@@ -54,22 +63,15 @@ impl<B: Backend> Anchors<B> {
     }
 }
 
-/// `dist2bbox(ltrb, anchors) * stride`: boxes in input pixels, `[B, 4, A]`, xyxy or xywh (centre, size).
-pub fn decode_boxes<B: Backend>(ltrb: Tensor<B, 3>, anchors: &Anchors<B>, xywh: bool) -> Tensor<B, 3> {
-    let lt = ltrb.clone().narrow(1, 0, 2);
-    let rb = ltrb.narrow(1, 2, 2);
-    let x1y1 = anchors.points.clone() - lt;
-    let x2y2 = anchors.points.clone() + rb;
-    let out = if xywh {
-        Tensor::cat(vec![(x1y1.clone() + x2y2.clone()) / 2.0, x2y2 - x1y1], 1)
-    } else {
-        Tensor::cat(vec![x1y1, x2y2], 1)
-    };
-    out * anchors.strides.clone()
+/// `dist2bbox(ltrb, anchors) * stride`: boxes in input pixels, `[B, 4, A]`, xyxy or xywh (centre, size), in
+/// one pass of the fused [`detect_decode`] op (differentiable).
+pub fn decode_boxes<B: YoloBackend>(ltrb: Tensor<B, 3>, anchors: &Anchors<B>, xywh: bool) -> Tensor<B, 3> {
+    let format = if xywh { BoxFormat::Xywh } else { BoxFormat::Xyxy };
+    detect_decode(ltrb, anchors.grid.clone(), format)
 }
 
 /// Eval output of the one-to-many head: `[B, 4 + nc, A]` = `(cx, cy, w, h)` in pixels + sigmoid scores.
-pub fn decode_one2many<B: Backend>(head: &HeadOutput<B>, anchors: &Anchors<B>) -> Tensor<B, 3> {
+pub fn decode_one2many<B: YoloBackend>(head: &HeadOutput<B>, anchors: &Anchors<B>) -> Tensor<B, 3> {
     Tensor::cat(
         vec![decode_boxes(head.boxes.clone(), anchors, true), burn::tensor::activation::sigmoid(head.scores.clone())],
         1,

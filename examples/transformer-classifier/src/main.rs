@@ -78,9 +78,9 @@ fn main() -> ExitCode {
         #[cfg(feature = "cuda")]
         "cuda" => run::<Autodiff<burn::backend::Cuda>>(&args, burn::backend::cuda::CudaDevice::new(0)),
         #[allow(unreachable_patterns)]
-        kind @ ("wgpu" | "cuda") => Err(format!(
-            "--device {kind}: built without the '{kind}' feature (rebuild with --features {kind} or --all-features)"
-        )),
+        kind @ ("wgpu" | "cuda") => {
+            Err(format!("--device {kind}: built without the '{kind}' feature (rebuild with --features {kind})"))
+        }
         other => Err(format!("--device {other}: expected cpu, wgpu or cuda")),
     };
     match result {

@@ -8,6 +8,12 @@
 //!
 //! ```text
 //! bench-attention --device cuda            # the H200 run recorded in docs/BENCHMARKS.md
+//! ```
+//!
+//! Build it with the `autotune` feature: without it Burn's CubeCL attention is its naive fallback, with it
+//! Burn autotunes between its flash kernels (unit and tensor-core).
+//!
+//! ```text
 //! bench-attention --device wgpu --quick    # small shapes only
 //! ```
 use std::time::Duration;
@@ -56,8 +62,10 @@ fn inputs<B: Backend>(s: Shape, dtype: DType, dev: &B::Device) -> [Tensor<B, 4>;
     [t(), t(), t()]
 }
 
-fn burn_attention<B: Backend>(q: Tensor<B, 4>, k: Tensor<B, 4>, v: Tensor<B, 4>, scale: f32) -> Tensor<B, 4> {
-    let opts = AttentionModuleOptions { scale: Some(scale as f64), softcap: None, is_causal: false };
+/// Burn's attention with its default scale `1/√D` (the one used here): an explicit `scale` would send Burn
+/// 0.21's CubeCL backend to its naive fallback instead of its flash kernel.
+fn burn_attention<B: Backend>(q: Tensor<B, 4>, k: Tensor<B, 4>, v: Tensor<B, 4>) -> Tensor<B, 4> {
+    let opts = AttentionModuleOptions { scale: None, softcap: None, is_causal: false };
     attention(q, k, v, None, None, opts)
 }
 
@@ -102,7 +110,7 @@ where
     row("FA2 forward", us, flops, None);
     if burn_ok {
         let (us, _) = time::<B>(dev, || {
-            let _o = burn_attention(q.clone(), k.clone(), v.clone(), scale);
+            let _o = burn_attention(q.clone(), k.clone(), v.clone());
             B::sync(dev).unwrap();
             0
         });
@@ -123,7 +131,7 @@ where
     row("FA2 forward+backward", us, 3.5 * flops, Some(held));
     if burn_ok {
         let (us, held) = time::<B>(dev, || {
-            let o = burn_attention(q.clone(), k.clone(), v.clone(), scale);
+            let o = burn_attention(q.clone(), k.clone(), v.clone());
             B::sync(dev).unwrap();
             let held = mem().saturating_sub(base);
             let _g = o.sum().backward();

@@ -8,7 +8,11 @@ use burn_cubecl::{
 
 use super::backend::{reference_backward, reference_forward, FlashAttentionBackend};
 use super::kernels::{
-    backward_delta::launch_delta, backward_dkdv::launch_dkdv, backward_dq::launch_dq, forward::launch_forward,
+    backward_delta::launch_delta,
+    backward_dkdv::launch_dkdv,
+    backward_dq::launch_dq,
+    forward::launch_forward,
+    forward_cmma::{cmma_supported, launch_forward_cmma},
     MAX_HEAD_DIM,
 };
 
@@ -75,7 +79,9 @@ fn empty<R: CubeRuntime>(like: &CubeTensor<R>, shape: Shape, dtype: DType) -> Cu
     empty_device_contiguous_dtype(like.client.clone(), like.device.clone(), shape, dtype)
 }
 
-/// Kernel forward: contiguous inputs, fresh outputs `o` (dtype of `q`) and `lse` (F32).
+/// Kernel forward: contiguous inputs, fresh outputs `o` (dtype of `q`) and `lse` (F32). f16/bf16 with head
+/// dims that are multiples of 16 run on tensor cores where the device has them
+/// ([`super::kernels::forward_cmma`]); everything else runs the plain kernel.
 pub fn forward<R: CubeRuntime>(
     q: CubeTensor<R>,
     k: CubeTensor<R>,
@@ -87,7 +93,12 @@ pub fn forward<R: CubeRuntime>(
     let [_, _, dv] = v.meta.shape().dims::<3>();
     let o = empty(&q, Shape::new([bh, nq, dv]), q.dtype);
     let lse = empty(&q, Shape::new([bh, nq]), DType::F32);
-    launch_forward(&q, &k, &v, &o, &lse, scale);
+    let [_, _, dk] = q.meta.shape().dims::<3>();
+    if cmma_supported(&q, dk, dv) {
+        launch_forward_cmma(&q, &k, &v, &o, &lse, scale);
+    } else {
+        launch_forward(&q, &k, &v, &o, &lse, scale);
+    }
     (o, lse)
 }
 
@@ -125,6 +136,10 @@ pub fn backward<R: CubeRuntime>(
 /// element the kernels forget to write fails the comparison).
 pub mod raw {
     pub use super::super::kernels::{
-        backward_delta::launch_delta, backward_dkdv::launch_dkdv, backward_dq::launch_dq, forward::launch_forward,
+        backward_delta::launch_delta,
+        backward_dkdv::launch_dkdv,
+        backward_dq::launch_dq,
+        forward::launch_forward,
+        forward_cmma::{cmma_supported, launch_forward_cmma},
     };
 }

@@ -26,6 +26,9 @@ use burn::tensor::{Tensor, TensorPrimitive};
 /// Elementwise `max(x, 0) − x·t + ln(1 + e^{−|x|})` (PyTorch's numerically stable BCE-with-logits), for
 /// `logits` `x` and soft `targets` `t ∈ [0, 1]` of the same shape (any rank; `targets` are cast to
 /// `logits`' dtype). Differentiable w.r.t. `logits` only: `∂L/∂x = σ(x) − t`.
+///
+/// Zero elements give an empty result without touching the device (it carries no gradient: there is
+/// nothing to differentiate).
 pub fn bce_with_logits<B: BceWithLogitsBackend, const D: usize>(
     logits: Tensor<B, D>,
     targets: Tensor<B, D>,
@@ -33,6 +36,9 @@ pub fn bce_with_logits<B: BceWithLogitsBackend, const D: usize>(
     let shape = logits.shape();
     assert_eq!(shape, targets.shape(), "bce_with_logits: logits and targets shapes differ");
     let n = shape.num_elements();
+    if n == 0 {
+        return Tensor::empty(shape, &logits.device());
+    }
     let x = logits.reshape([n]).into_primitive().tensor();
     let t = targets.reshape([n]).into_primitive().tensor();
     let loss = Tensor::<B, 1>::from_primitive(TensorPrimitive::Float(B::bce_with_logits_forward(x, t)));

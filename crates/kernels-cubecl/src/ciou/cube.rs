@@ -1,11 +1,8 @@
 //! [`CiouLossBackend`] for [`CubeBackend`]: contiguous inputs, fresh contiguous outputs, one kernel each way.
 use burn::tensor::{DType, Shape};
-use burn_cubecl::{
-    kernel::{cast, into_contiguous},
-    ops::numeric::empty_device_contiguous_dtype,
-    tensor::CubeTensor,
-    BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement,
-};
+use burn_cubecl::{tensor::CubeTensor, BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement};
+
+use crate::cube_util::{empty, tight_as};
 
 use super::backend::{reference_backward, reference_forward, CiouLossBackend};
 use super::kernels::{backward::launch_ciou_backward, forward::launch_ciou_forward};
@@ -46,20 +43,12 @@ pub(crate) fn check_shapes(pred: &[usize], target: &[usize]) {
     );
 }
 
-/// `t` in `dtype`, tight (a cast's output may be pitched on CUDA, so `into_contiguous` comes after it).
-fn tight_as<R: CubeRuntime>(t: CubeTensor<R>, dtype: DType) -> CubeTensor<R> {
-    into_contiguous(if t.dtype == dtype { t } else { cast(t, dtype) })
-}
-
-fn empty<R: CubeRuntime>(like: &CubeTensor<R>, shape: Shape, dtype: DType) -> CubeTensor<R> {
-    empty_device_contiguous_dtype(like.client.clone(), like.device.clone(), shape, dtype)
-}
-
 /// Kernel forward: `(loss [M] in pred's dtype, alpha [M] F32)`; `target` is cast to `pred`'s dtype if needed.
 pub fn forward<R: CubeRuntime>(pred: CubeTensor<R>, target: CubeTensor<R>) -> (CubeTensor<R>, CubeTensor<R>) {
     check_shapes(pred.meta.shape(), target.meta.shape());
-    let pred = into_contiguous(pred);
-    let target = tight_as(target, pred.dtype);
+    let dtype = pred.dtype;
+    let pred = tight_as(pred, dtype);
+    let target = tight_as(target, dtype);
     let m = pred.meta.shape()[0];
     let loss = empty(&pred, Shape::new([m]), pred.dtype);
     let alpha = empty(&pred, Shape::new([m]), DType::F32);
@@ -75,8 +64,8 @@ pub fn backward<R: CubeRuntime>(
     d_loss: CubeTensor<R>,
 ) -> (CubeTensor<R>, CubeTensor<R>) {
     check_shapes(pred.meta.shape(), target.meta.shape());
-    let pred = into_contiguous(pred);
     let dtype = pred.dtype;
+    let pred = tight_as(pred, dtype);
     let target = tight_as(target, dtype);
     let alpha = tight_as(alpha, DType::F32);
     let d_loss = tight_as(d_loss, dtype);

@@ -29,7 +29,8 @@ pub const CIOU_EPS: f32 = 1e-7;
 /// Per-box CIoU loss `1 − CIoU(pred_i, target_i)` for `pred`, `target`: `[M, 4]` boxes `(x1, y1, x2, y2)`
 /// → `[M]` (dtype of `pred`). Same value as `1 − bbox_iou(pred, target, xywh=False, CIoU=True)` of
 /// ultralytics; differentiable w.r.t. `pred` and `target` (alpha is not differentiated, as in ultralytics).
-/// The detection loss then takes `Σ (1 − CIoU) · weight / target_scores_sum`.
+/// The detection loss then takes `Σ (1 − CIoU) · weight / target_scores_sum`. `M = 0` gives an empty
+/// result without touching the device.
 pub fn ciou_loss<B: CiouLossBackend>(pred: Tensor<B, 2>, target: Tensor<B, 2>) -> Tensor<B, 1> {
     assert!(
         pred.dims()[1] == 4 && pred.dims() == target.dims(),
@@ -37,6 +38,9 @@ pub fn ciou_loss<B: CiouLossBackend>(pred: Tensor<B, 2>, target: Tensor<B, 2>) -
         pred.dims(),
         target.dims()
     );
+    if pred.dims()[0] == 0 {
+        return Tensor::empty([0], &pred.device());
+    }
     let (loss, _alpha) = B::ciou_loss_forward(pred.into_primitive().tensor(), target.into_primitive().tensor());
     Tensor::from_primitive(TensorPrimitive::Float(loss))
 }

@@ -1,13 +1,10 @@
 //! [`DetectDecodeBackend`] for [`CubeBackend`]: contiguous inputs, fresh contiguous outputs, one kernel.
 use burn::tensor::DType;
-use burn_cubecl::{
-    kernel::{cast, into_contiguous},
-    ops::numeric::empty_device_contiguous_dtype,
-    tensor::CubeTensor,
-    BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement,
-};
+use burn_cubecl::{tensor::CubeTensor, BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement};
 
-use super::backend::DetectDecodeBackend;
+use crate::cube_util::{empty, tight_as};
+
+use super::backend::{reference_backward, reference_forward, DetectDecodeBackend};
 use super::kernels::{backward::launch_decode_backward, forward::launch_decode_forward};
 use super::BoxFormat;
 
@@ -19,10 +16,17 @@ where
     BT: BoolElement,
 {
     fn detect_decode_forward(dist: CubeTensor<R>, anchors: CubeTensor<R>, format: BoxFormat) -> CubeTensor<R> {
+        if dist.dtype == DType::F64 {
+            // The kernels compute in f32; F64 distances go through the (F64) reference.
+            return reference_forward::<Self>(dist, anchors, format);
+        }
         forward(dist, anchors, format)
     }
 
     fn detect_decode_backward(anchors: CubeTensor<R>, d_boxes: CubeTensor<R>, format: BoxFormat) -> CubeTensor<R> {
+        if d_boxes.dtype == DType::F64 {
+            return reference_backward::<Self>(anchors, d_boxes, format);
+        }
         backward(anchors, d_boxes, format)
     }
 }
@@ -35,19 +39,18 @@ pub(crate) fn check_shapes(dist: &[usize], anchors: &[usize]) {
     );
 }
 
-/// Anchors as a tight F32 tensor (a cast's output may be pitched on CUDA, so `into_contiguous` comes after).
+/// Anchors as a tight F32 tensor.
 fn anchors_f32<R: CubeRuntime>(anchors: CubeTensor<R>) -> CubeTensor<R> {
-    let anchors = if anchors.dtype == DType::F32 { anchors } else { cast(anchors, DType::F32) };
-    into_contiguous(anchors)
+    tight_as(anchors, DType::F32)
 }
 
 /// Kernel forward: `boxes [B, 4, A]` in `dist`'s dtype.
 pub fn forward<R: CubeRuntime>(dist: CubeTensor<R>, anchors: CubeTensor<R>, format: BoxFormat) -> CubeTensor<R> {
     check_shapes(dist.meta.shape(), anchors.meta.shape());
-    let dist = into_contiguous(dist);
+    let dtype = dist.dtype;
+    let dist = tight_as(dist, dtype);
     let anchors = anchors_f32(anchors);
-    let boxes =
-        empty_device_contiguous_dtype(dist.client.clone(), dist.device.clone(), dist.meta.shape().clone(), dist.dtype);
+    let boxes = empty(&dist, dist.meta.shape().clone(), dtype);
     launch_decode_forward(&dist, &anchors, &boxes, format.is_xywh());
     boxes
 }
@@ -55,14 +58,10 @@ pub fn forward<R: CubeRuntime>(dist: CubeTensor<R>, anchors: CubeTensor<R>, form
 /// Kernel backward: `d_dist [B, 4, A]` in `d_boxes`' dtype.
 pub fn backward<R: CubeRuntime>(anchors: CubeTensor<R>, d_boxes: CubeTensor<R>, format: BoxFormat) -> CubeTensor<R> {
     check_shapes(d_boxes.meta.shape(), anchors.meta.shape());
-    let d_boxes = into_contiguous(d_boxes);
+    let dtype = d_boxes.dtype;
+    let d_boxes = tight_as(d_boxes, dtype);
     let anchors = anchors_f32(anchors);
-    let d_dist = empty_device_contiguous_dtype(
-        d_boxes.client.clone(),
-        d_boxes.device.clone(),
-        d_boxes.meta.shape().clone(),
-        d_boxes.dtype,
-    );
+    let d_dist = empty(&d_boxes, d_boxes.meta.shape().clone(), dtype);
     launch_decode_backward(&anchors, &d_boxes, &d_dist, format.is_xywh());
     d_dist
 }

@@ -9,6 +9,7 @@
 //! | kernel | grid | one unit owns | staged in shared memory |
 //! |---|---|---|---|
 //! | [`forward`] | `(⌈Nq/BM⌉, BH)` | one query row | a K tile, then a V tile (same buffer) |
+//! | [`forward_cmma`] (f16/bf16, tensor cores) | `(⌈Nq/BM⌉, BH)` | a plane: 16 query rows | Q block, K and V tiles, S, P, O |
 //! | [`backward_delta`] | `⌈BH·Nq / 256⌉` | one query row | — |
 //! | [`backward_dkdv`] | `(⌈Nk/BN⌉, BH)` | one key row | Q, dO tiles + LSE, Δ of `BM` query rows |
 //! | [`backward_dq`] | `(⌈Nq/BM⌉, BH)` | one query row | K and V tiles |
@@ -21,6 +22,7 @@ pub mod backward_delta;
 pub mod backward_dkdv;
 pub mod backward_dq;
 pub mod forward;
+pub mod forward_cmma;
 
 use burn_cubecl::{tensor::CubeTensor, CubeRuntime};
 

@@ -39,6 +39,16 @@ pub(crate) fn check_kernels<R: CubeRuntime, BT: BoolElement>(
     // LSE is f32 whatever the storage dtype; its error follows from the rounded inputs only.
     assert_close("lse", &download::<R, BT, 2>(lse), &want.lse, 1e-4);
 
+    // Tensor-core forward, where the device has it for this dtype and these head dims (CUDA f16/bf16).
+    if raw::cmma_supported(&q, dk, dv) {
+        let o = poisoned::<R, BT, 3>([bh, nq, dv], dtype, device);
+        let lse = poisoned::<R, BT, 2>([bh, nq], DType::F32, device);
+        raw::launch_forward_cmma(&q, &k, &v, &o, &lse, scale);
+        eprintln!("  tensor-core forward checked");
+        assert_close("o (cmma)", &download::<R, BT, 3>(o), &want.o, tol);
+        assert_close("lse (cmma)", &download::<R, BT, 2>(lse), &want.lse, 1e-4);
+    }
+
     // Backward with the reference's o (rounded to the storage dtype) and lse.
     let o_ref: Vec<f32> = round_to(want.o.iter().map(|&a| a as f32).collect(), dtype);
     let lse_ref: Vec<f32> = want.lse.iter().map(|&a| a as f32).collect();

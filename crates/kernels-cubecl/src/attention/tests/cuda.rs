@@ -7,6 +7,7 @@ use cubecl::cuda::CudaRuntime;
 
 use super::cube::{check_kernels, check_non_contiguous};
 use super::*;
+use crate::attention::cube::raw;
 
 type Bt = u8;
 
@@ -36,6 +37,21 @@ fn cuda_kernels_f16_bf16() {
     for (n, c) in CUDA_CASES.iter().enumerate() {
         check_kernels::<CudaRuntime, Bt>(&device(), c, DType::F16, 2100 + n as u64, c.scale());
         check_kernels::<CudaRuntime, Bt>(&device(), c, DType::BF16, 2200 + n as u64, c.scale());
+    }
+}
+
+/// The H200 has f16 and bf16 16×16×16 tensor-core tiles: the f16/bf16 cases above must have gone through
+/// the cmma forward (checked in `check_kernels`), not silently through the plain kernel.
+#[test]
+fn cuda_cmma_forward_is_selected() {
+    for dtype in [DType::F16, DType::BF16] {
+        for (dk, dv) in [(16, 16), (32, 64), (64, 64), (128, 128)] {
+            let q =
+                crate::test_util::upload::<CudaRuntime, Bt, 3>(&vec![0.5; 2 * 8 * dk], [2, 8, dk], dtype, &device());
+            assert!(raw::cmma_supported(&q, dk, dv), "{dtype:?} dk {dk} dv {dv}: tensor-core forward not selected");
+        }
+        let q = crate::test_util::upload::<CudaRuntime, Bt, 3>(&vec![0.5; 2 * 8 * 24], [2, 8, 24], dtype, &device());
+        assert!(!raw::cmma_supported(&q, 24, 24), "head dim 24 is not a multiple of 16");
     }
 }
 

@@ -55,8 +55,16 @@ pub(crate) fn check_strided_and_empty<R: CubeRuntime, BT: BoolElement>(device: &
     let (loss, _) = Cb::<R, BT>::ciou_loss_forward(pred, target);
     assert_close("loss (strided pred)", &download::<R, BT, 1>(loss), &want, 1e-5);
 
-    let empty = Tensor::<Cb<R, BT>, 2>::zeros([0, 4], device);
-    let loss = ciou_loss(empty.clone(), empty);
+    // `empty`, not `zeros`: burn's fill kernel launches a 0×0×0 grid, which CUDA rejects. The
+    // transposed view makes `pred` non-contiguous, so the op's own empty-input path is exercised.
+    let pred = Tensor::<Cb<R, BT>, 2>::empty([4, 0], device).swap_dims(0, 1);
+    let target = Tensor::<Cb<R, BT>, 2>::empty([0, 4], device);
+    let (loss, alpha) = Cb::<R, BT>::ciou_loss_forward(
+        pred.clone().into_primitive().tensor(),
+        target.clone().into_primitive().tensor(),
+    );
+    assert_eq!((loss.meta.shape()[0], alpha.meta.shape()[0]), (0, 0));
+    let loss = ciou_loss(pred, target);
     assert_eq!(loss.dims(), [0]);
     assert!(to_vec(loss).is_empty());
 }

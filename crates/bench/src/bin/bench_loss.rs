@@ -1,0 +1,162 @@
+//! YOLO26 `E2ELoss` (both branches: one2many top-k 10, one2one top-k 7/1, ProgLoss mix) forward, and
+//! forward + backward under `Autodiff`, including the task-aligned assignment, at a 640 input (8400 anchors),
+//! 80 classes and 8 ground-truth boxes per image. Inputs are fixed pseudo-random raw head outputs; the time
+//! covers the whole loss on the device up to a synchronisation (no model forward).
+//!
+//! ```text
+//! bench-loss --device cuda --batch 1,64     # the H200 run recorded in docs/BENCHMARKS.md
+//! bench-loss --device cpu --batch 1,16      # Flex, for context
+//! ```
+use std::time::Duration;
+
+use burn::backend::Autodiff;
+use burn::prelude::*;
+use burn::tensor::{Distribution, TensorData};
+use clap::Parser;
+use yolo26_bench::median_us;
+use yolo26_model::nn::head::HeadOutput;
+use yolo26_model::postprocess::Anchors;
+use yolo26_train::{E2ELoss, GtBoxes, LossGains, TrainBackend};
+
+#[derive(Parser)]
+struct Args {
+    /// cpu (Flex) | wgpu | cuda (whichever is compiled in)
+    #[arg(long, default_value = "cuda")]
+    device: String,
+    /// Batch sizes, comma-separated
+    #[arg(long, value_delimiter = ',', default_value = "1,64")]
+    batch: Vec<usize>,
+    /// Input size (square); 640 gives 8400 anchors
+    #[arg(long, default_value_t = 640)]
+    imgsz: usize,
+    #[arg(long, default_value_t = 80)]
+    classes: usize,
+    /// Ground-truth boxes per image
+    #[arg(long, default_value_t = 8)]
+    gt: usize,
+    /// Time budget per measurement (seconds)
+    #[arg(long, default_value_t = 3.0)]
+    budget: f64,
+}
+
+/// xorshift64*: deterministic host values for the ground truth.
+struct Rng(u64);
+impl Rng {
+    fn uniform(&mut self) -> f32 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 40) as f32 / (1u64 << 24) as f32
+    }
+}
+
+/// `g` boxes per image, sides 8–320 px, inside the image; random classes.
+fn ground_truth<B: Backend>(b: usize, g: usize, imgsz: usize, nc: usize, dev: &B::Device) -> GtBoxes<B> {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let s = imgsz as f32;
+    let (mut boxes, mut labels) = (Vec::with_capacity(b * g * 4), Vec::with_capacity(b * g));
+    for _ in 0..b * g {
+        let (w, h) = (8.0 + 312.0 * rng.uniform(), 8.0 + 312.0 * rng.uniform());
+        let (x, y) = (rng.uniform() * (s - w), rng.uniform() * (s - h));
+        boxes.extend([x, y, x + w, y + h]);
+        labels.push(((rng.uniform() * nc as f32) as i64).min(nc as i64 - 1));
+    }
+    GtBoxes {
+        bboxes: Tensor::from_data(TensorData::new(boxes, [b, g, 4]), dev),
+        labels: Tensor::from_data(TensorData::new(labels, [b, g]), dev),
+        mask: Tensor::ones([b, g], dev),
+    }
+}
+
+/// Raw head outputs as `Detect` returns them: LTRB distances in grid units (0–6) and class logits.
+fn head<B: Backend>(b: usize, nc: usize, a: usize, dev: &B::Device) -> HeadOutput<B> {
+    HeadOutput {
+        boxes: Tensor::random([b, 4, a], Distribution::Uniform(0.0, 6.0), dev),
+        scores: Tensor::random([b, nc, a], Distribution::Normal(-4.0, 2.0), dev),
+    }
+}
+
+fn run<B: Backend>(args: &Args, dev: B::Device)
+where
+    B: TrainBackend,
+    Autodiff<B>: TrainBackend,
+{
+    let f = args.imgsz / 8;
+    let feats = [[f, f], [f / 2, f / 2], [f / 4, f / 4]];
+    let a: usize = feats.iter().map(|[h, w]| h * w).sum();
+    let budget = Duration::from_secs_f64(args.budget);
+    let loss = E2ELoss::new(args.classes, 100, LossGains::default());
+    println!("| device | batch | anchors | classes | GT/image | E2ELoss forward ms | forward+backward ms |");
+    println!("|---|---|---|---|---|---|---|");
+    for &b in &args.batch {
+        let anchors = Anchors::<B>::new(&feats, &dev);
+        let gt = ground_truth::<B>(b, args.gt, args.imgsz, args.classes, &dev);
+        let (o2m, o2o) = (head::<B>(b, args.classes, a, &dev), head::<B>(b, args.classes, a, &dev));
+        B::sync(&dev).expect("sync");
+        let fwd = median_us(
+            || {
+                let out = loss.forward(&o2m, &o2o, &anchors, &gt);
+                let _ = out.total;
+                B::sync(&dev).expect("sync");
+            },
+            2,
+            3,
+            200,
+            budget,
+        );
+
+        type A<B> = Autodiff<B>;
+        let anchors_ad = Anchors::<A<B>> {
+            points: Tensor::from_inner(anchors.points.clone()),
+            strides: Tensor::from_inner(anchors.strides.clone()),
+            grid: Tensor::from_inner(anchors.grid.clone()),
+            feat_shapes: anchors.feat_shapes.clone(),
+        };
+        let gt_ad = GtBoxes::<A<B>> {
+            bboxes: Tensor::from_inner(gt.bboxes.clone()),
+            labels: Tensor::from_inner(gt.labels.clone()),
+            mask: Tensor::from_inner(gt.mask.clone()),
+        };
+        let leaf = |h: &HeadOutput<B>| HeadOutput::<A<B>> {
+            boxes: Tensor::from_inner(h.boxes.clone()).require_grad(),
+            scores: Tensor::from_inner(h.scores.clone()).require_grad(),
+        };
+        let (o2m_ad, o2o_ad) = (leaf(&o2m), leaf(&o2o));
+        let fwd_bwd = median_us(
+            || {
+                let out = loss.forward(&o2m_ad, &o2o_ad, &anchors_ad, &gt_ad);
+                let grads = out.total.backward();
+                let g = o2m_ad.boxes.grad(&grads).expect("gradient of the one2many boxes");
+                let _ = g;
+                B::sync(&dev).expect("sync");
+            },
+            2,
+            3,
+            200,
+            budget,
+        );
+        println!(
+            "| {} | {b} | {a} | {} | {} | {:.3} | {:.3} |",
+            args.device,
+            args.classes,
+            args.gt,
+            fwd / 1e3,
+            fwd_bwd / 1e3
+        );
+    }
+}
+
+fn main() {
+    let args = Args::parse();
+    match args.device.as_str() {
+        "cpu" => run::<burn::backend::Flex>(&args, Default::default()),
+        #[cfg(feature = "wgpu")]
+        "wgpu" => run::<burn::backend::Wgpu>(&args, burn::backend::wgpu::WgpuDevice::DefaultDevice),
+        #[cfg(feature = "cuda")]
+        "cuda" => run::<burn::backend::Cuda>(&args, burn::backend::cuda::CudaDevice::new(0)),
+        other => {
+            eprintln!("bench-loss: device '{other}' is not compiled in (cpu always; features: cuda, wgpu)");
+            std::process::exit(2);
+        }
+    }
+}

@@ -1,0 +1,11 @@
+//! [`TrainBackend`]: what the loss and the assigner need of a backend — the model's ops ([`YoloBackend`]: PSA
+//! attention, top-k, box decode) plus the fused CIoU and BCE-with-logits ops of `kernels-cubecl`. Blanket impl:
+//! `Flex`, `Wgpu`, `Cuda`, `CubeBackend<R, ..>`, `Fusion<B>` and `Autodiff<B>` of those.
+use kernels_cubecl::bce::BceWithLogitsBackend;
+use kernels_cubecl::ciou::CiouLossBackend;
+use yolo26_model::YoloBackend;
+
+/// A backend with every custom op the training losses use.
+pub trait TrainBackend: YoloBackend + CiouLossBackend + BceWithLogitsBackend {}
+
+impl<B: YoloBackend + CiouLossBackend + BceWithLogitsBackend> TrainBackend for B {}
