@@ -31,11 +31,29 @@ pub fn dispatch<J: Job<Output = Result<(), String>>>(device: &str, job: J) -> Re
             job.run::<burn::backend::Wgpu>(dev)
         }
         #[cfg(feature = "cuda")]
-        "cuda" => job.run::<burn::backend::Cuda>(burn::backend::cuda::CudaDevice::new(index.unwrap_or(0))),
+        "cuda" => {
+            enable_ptx_cache();
+            job.run::<burn::backend::Cuda>(burn::backend::cuda::CudaDevice::new(index.unwrap_or(0)))
+        }
         #[allow(unreachable_patterns)]
         "wgpu" | "cuda" => Err(format!(
             "--device {kind}: this yolo26 was built without the '{kind}' feature (rebuild with --features {kind})"
         )),
         other => Err(format!("--device {other}: expected cpu, wgpu[:N] or cuda[:N]")),
+    }
+}
+
+/// CubeCL compiles every CUDA kernel with NVRTC on its first launch in a process: several minutes for a whole
+/// model (453 s for `predict` on an H200, docs/BENCHMARKS.md). Unless a `cubecl.toml` (or `burn.toml`) in the
+/// working directory or above says otherwise, keep the compiled PTX in CubeCL's global cache directory so later
+/// runs load it (2–3 s per run measured with the same cache configured by file). Must run before the first CUDA
+/// call: CubeCL's configuration is fixed on first read.
+#[cfg(feature = "cuda")]
+fn enable_ptx_cache() {
+    use cubecl::config::{cache::CacheConfig, CubeClRuntimeConfig, RuntimeConfig};
+    let mut config = CubeClRuntimeConfig::from_current_dir().override_from_env();
+    if config.compilation.cache.is_none() {
+        config.compilation.cache = Some(CacheConfig::Global);
+        CubeClRuntimeConfig::set(config);
     }
 }

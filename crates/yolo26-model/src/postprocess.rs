@@ -6,7 +6,7 @@
 use burn::backend::Flex;
 use burn::prelude::*;
 use burn::tensor::TensorData;
-use burn::vision::{Nms, NmsOptions};
+use burn_vision::{Nms, NmsOptions};
 
 use crate::backend::YoloBackend;
 use crate::config::STRIDES;

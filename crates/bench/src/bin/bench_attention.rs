@@ -7,7 +7,7 @@
 //! (Autodiff graph alive, i.e. what the backward keeps), measured with CubeCL's `memory_usage()`.
 //!
 //! ```text
-//! bench-attention --device cuda            # the H200 run recorded in docs/BENCHMARKS.md
+//! bench-attention --device cuda --dtypes f16,f32 --long-first   # the H200 run for docs/BENCHMARKS.md
 //! ```
 //!
 //! Build it with the `autotune` feature: without it Burn's CubeCL attention is its naive fallback, with it
@@ -38,6 +38,24 @@ struct Args {
     /// Skip Burn's attention on shapes whose N×N scores exceed this many GiB (per tensor)
     #[arg(long, default_value_t = 40.0)]
     max_scores_gib: f64,
+    /// Dtypes to run, in this order (f16, bf16, f32)
+    #[arg(long, value_delimiter = ',', default_value = "f16,f32")]
+    dtypes: Vec<String>,
+    /// Run the long shape (B16 H8 N4096 D64) before the PSA-like ones
+    #[arg(long)]
+    long_first: bool,
+}
+
+fn parse_dtype(s: &str) -> DType {
+    match s {
+        "f16" => DType::F16,
+        "bf16" => DType::BF16,
+        "f32" => DType::F32,
+        other => {
+            eprintln!("bench-attention: unknown dtype '{other}' (f16, bf16, f32)");
+            std::process::exit(2);
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -143,26 +161,30 @@ where
     }
 }
 
-fn run_all<B: FlashAttentionBackend>(dev: B::Device, mem: &dyn Fn() -> u64, quick: bool, max_gib: f64)
+fn run_all<B: FlashAttentionBackend>(dev: B::Device, mem: &dyn Fn() -> u64, args: &Args)
 where
     Autodiff<B>: FlashAttentionBackend,
 {
     let mut shapes = Vec::new();
-    for b in if quick { vec![1] } else { vec![1, 64] } {
+    let long = Shape { b: 16, h: 8, n: 4096, d: 64 };
+    if args.long_first && !args.quick {
+        shapes.push(long);
+    }
+    for b in if args.quick { vec![1] } else { vec![1, 64] } {
         for h in [2, 4] {
             for d in [32, 64] {
                 shapes.push(Shape { b, h, n: 400, d });
             }
         }
     }
-    if !quick {
-        shapes.push(Shape { b: 16, h: 8, n: 4096, d: 64 });
+    if !args.quick && !args.long_first {
+        shapes.push(long);
     }
     println!("| shape | op | median µs | TFLOP/s | memory held after forward |");
     println!("|---|---|---|---|---|");
-    for dtype in [DType::F32, DType::F16] {
+    for dtype in args.dtypes.iter().map(|d| parse_dtype(d)) {
         for &s in &shapes {
-            bench_shape::<B>(s, dtype, &dev, mem, max_gib);
+            bench_shape::<B>(s, dtype, &dev, mem, args.max_scores_gib);
         }
     }
 }
@@ -176,7 +198,7 @@ fn main() {
             let dev = burn::backend::cuda::CudaDevice::new(0);
             let client = cubecl::cuda::CudaRuntime::client(&dev);
             let mem = move || client.memory_usage().map(|m| m.bytes_in_use).unwrap_or(0);
-            run_all::<burn::backend::Cuda>(dev, &mem, args.quick, args.max_scores_gib);
+            run_all::<burn::backend::Cuda>(dev, &mem, &args);
         }
         #[cfg(feature = "wgpu")]
         "wgpu" => {
@@ -184,7 +206,7 @@ fn main() {
             let dev = burn::backend::wgpu::WgpuDevice::DefaultDevice;
             let client = cubecl::wgpu::WgpuRuntime::client(&dev);
             let mem = move || client.memory_usage().map(|m| m.bytes_in_use).unwrap_or(0);
-            run_all::<burn::backend::Wgpu>(dev, &mem, args.quick, args.max_scores_gib);
+            run_all::<burn::backend::Wgpu>(dev, &mem, &args);
         }
         other => {
             eprintln!("bench-attention: device '{other}' is not compiled in (features: cuda, wgpu)");

@@ -76,7 +76,7 @@ fn head<B: Backend>(b: usize, nc: usize, a: usize, dev: &B::Device) -> HeadOutpu
     }
 }
 
-fn run<B: Backend>(args: &Args, dev: B::Device)
+fn run<B>(args: &Args, dev: B::Device)
 where
     B: TrainBackend,
     Autodiff<B>: TrainBackend,

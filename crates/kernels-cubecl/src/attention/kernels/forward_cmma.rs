@@ -247,7 +247,7 @@ pub fn cmma_supported<R: CubeRuntime>(q: &CubeTensor<R>, dk: usize, dv: usize) -
         DType::BF16 => FloatKind::BF16,
         _ => return false,
     };
-    if dk % T != 0 || dv % T != 0 || dk == 0 || dv == 0 {
+    if !dk.is_multiple_of(T) || !dv.is_multiple_of(T) || dk == 0 || dv == 0 {
         return false;
     }
     let props = q.client.properties();

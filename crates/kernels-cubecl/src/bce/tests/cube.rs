@@ -71,5 +71,8 @@ pub(crate) fn check_strided_mixed_empty<R: CubeRuntime, BT: BoolElement>(device:
     let t = Tensor::<Cb<R, BT>, 2>::from_data(burn::tensor::TensorData::new(Vec::<half::f16>::new(), [0, 3]), device);
     let loss = bce_with_logits(e, t);
     assert_eq!(loss.dims(), [0, 3]);
-    assert!(to_vec(loss).is_empty());
+    // read back as bytes: CUDA hands back an empty buffer whose pointer is not f32-aligned, so a typed
+    // `to_vec::<f32>` of zero elements fails in bytemuck there (burn behaviour for any empty tensor)
+    let data = loss.into_data();
+    assert_eq!((data.num_elements(), data.as_bytes().len()), (0, 0));
 }

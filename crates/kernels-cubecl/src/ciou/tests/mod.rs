@@ -39,6 +39,9 @@ fn xyxy(cx: f32, cy: f32, w: f32, h: f32) -> [f32; 4] {
     [cx - w / 2.0, cy - h / 2.0, cx + w / 2.0, cy + h / 2.0]
 }
 
+/// A generator of one (pred, target) box pair.
+type PairGen<'a> = &'a mut dyn FnMut(&mut Rng) -> ([f32; 4], [f32; 4]);
+
 /// The box sets of one seed: random overlapping pairs, identical boxes, non-overlapping boxes, touching
 /// boxes (intersection width exactly 0), shared edges (min/max ties), nested boxes, tiny boxes, large
 /// boxes (640-pixel image), and a mixed set of `m = 300` (more than one cube). Half-precision storage
@@ -46,7 +49,7 @@ fn xyxy(cx: f32, cy: f32, w: f32, h: f32) -> [f32; 4] {
 pub(crate) fn box_sets(seed: u64, dtype: DType) -> Vec<Boxes> {
     let mut rng = Rng::new(seed);
     let mut sets = Vec::new();
-    let make = |name: &'static str, rng: &mut Rng, m: usize, f: &mut dyn FnMut(&mut Rng) -> ([f32; 4], [f32; 4])| {
+    let make = |name: &'static str, rng: &mut Rng, m: usize, f: PairGen| {
         let (mut p, mut t) = (Vec::new(), Vec::new());
         for _ in 0..m {
             let (a, b) = f(rng);
