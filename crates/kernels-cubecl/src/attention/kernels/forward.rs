@@ -30,10 +30,7 @@ use cubecl::prelude::*;
 
 use burn_cubecl::{tensor::CubeTensor, CubeRuntime};
 
-use super::{shared_budget, tile_rows, ROWS_PER_CUBE};
-
-/// Running-max start value (finite: WGSL has no `-inf` literal).
-const NEG_BIG: f32 = -1.0e30;
+use super::{shared_budget, tile_rows, NEG_BIG, ROWS_PER_CUBE};
 
 /// FA2 forward. `q: [BH, nq, dk]`, `k: [BH, nk, dk]`, `v: [BH, nk, dv]` → `o: [BH, nq, dv]`,
 /// `lse: [BH, nq]` (f32). All contiguous. `block_m` must equal the cube's unit count;

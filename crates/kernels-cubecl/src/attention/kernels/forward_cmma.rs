@@ -27,14 +27,14 @@ use cubecl::prelude::*;
 
 use burn_cubecl::{tensor::CubeTensor, CubeRuntime};
 
+use super::NEG_BIG;
+
 /// Tensor-core tile edge (m = n = k = 16).
 const T: usize = 16;
 /// Keys per tile.
 pub const BLOCK_N: usize = 32;
 /// Units per plane the kernel is written for (CUDA warps).
 pub const PLANE: usize = 32;
-/// Running-max start value.
-const NEG_BIG: f32 = -1.0e30;
 
 /// `q: [BH, nq, dk]`, `k: [BH, nk, dk]`, `v: [BH, nk, dv]` (f16 or bf16) → `o: [BH, nq, dv]` (same dtype),
 /// `lse: [BH, nq]` f32. All contiguous; `dk`, `dv` multiples of 16; cube = `(32, planes)` units.

@@ -29,6 +29,9 @@ use burn_cubecl::{tensor::CubeTensor, CubeRuntime};
 /// Units (threads) per cube for the kernels where one unit owns one row of the "outer" sequence.
 pub(crate) const ROWS_PER_CUBE: usize = 64;
 
+/// Running-max start value of the online softmax (finite: WGSL has no `-inf` literal).
+pub(crate) const NEG_BIG: f32 = -1.0e30;
+
 /// Largest shared-memory budget the kernels plan for, in bytes (also capped by the device's limit).
 /// 32 KiB keeps two cubes resident per SM on small GPUs and fits every wgpu adapter we target.
 const SHARED_BUDGET: usize = 32 * 1024;
