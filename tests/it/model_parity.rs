@@ -256,20 +256,48 @@ fn backend_report<B: yolo26_model::YoloBackend>(
 }
 
 /// The parity checks on CUDA (run on the device machine): `Cuda` (Fusion), plain `CubeBackend` and a float64
-/// `CubeBackend` forward (no tensor cores: tells TF32 rounding from bugs), for n and m.
+/// `CubeBackend` forward (no tensor cores: tells TF32 rounding from bugs), for n and m. One test per
+/// configuration, so the device run can start them as parallel processes (NVRTC compiles on one thread).
 #[cfg(feature = "cuda")]
-#[test]
-fn yolo26n_and_m_cuda_match_ultralytics() {
+mod cuda {
+    use super::*;
     use burn::backend::cuda::{Cuda, CudaDevice};
     use cubecl::cuda::CudaRuntime;
     type Cube = burn_cubecl::CubeBackend<CudaRuntime, f32, i32, u8>;
-    let dev = CudaDevice::new(0);
-    let mut fails = Vec::new();
-    for scale in [Scale::N, Scale::M] {
+
+    fn run<B: yolo26_model::YoloBackend<Device = CudaDevice>>(scale: Scale, tag: &str, f64: bool) {
         let fx = HashFixture::load(scale);
-        fails.extend(backend_report::<Cuda>(&format!("{scale:?} cuda"), &fx, &dev, false));
-        fails.extend(backend_report::<Cube>(&format!("{scale:?} cube"), &fx, &dev, false));
-        fails.extend(backend_report::<Cube>(&format!("{scale:?} cube-f64"), &fx, &dev, true));
+        let fails = backend_report::<B>(&format!("{scale:?} {tag}"), &fx, &CudaDevice::new(0), f64);
+        assert!(fails.is_empty(), "CUDA parity failures:\n{}", fails.join("\n"));
     }
-    assert!(fails.is_empty(), "CUDA parity failures:\n{}", fails.join("\n"));
+
+    #[test]
+    fn yolo26n_cuda_fusion_matches_ultralytics() {
+        run::<Cuda>(Scale::N, "cuda", false);
+    }
+
+    #[test]
+    fn yolo26n_cuda_cube_matches_ultralytics() {
+        run::<Cube>(Scale::N, "cube", false);
+    }
+
+    #[test]
+    fn yolo26n_cuda_cube_f64_matches_ultralytics() {
+        run::<Cube>(Scale::N, "cube-f64", true);
+    }
+
+    #[test]
+    fn yolo26m_cuda_fusion_matches_ultralytics() {
+        run::<Cuda>(Scale::M, "cuda", false);
+    }
+
+    #[test]
+    fn yolo26m_cuda_cube_matches_ultralytics() {
+        run::<Cube>(Scale::M, "cube", false);
+    }
+
+    #[test]
+    fn yolo26m_cuda_cube_f64_matches_ultralytics() {
+        run::<Cube>(Scale::M, "cube-f64", true);
+    }
 }

@@ -13,6 +13,7 @@ mod dtype;
 pub mod psa;
 #[cfg(feature = "wgpu")]
 pub mod snapshot;
+pub mod tal;
 pub mod topk;
 
 #[cfg(test)]

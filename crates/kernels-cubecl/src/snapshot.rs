@@ -26,7 +26,7 @@ use cubecl::{Compiler, WgpuCompilationOptions};
 
 use crate::attention::kernels::{backward_delta, backward_dkdv, backward_dq, forward};
 use crate::psa::kernels as psa;
-use crate::{bce::kernels as bce, ciou::kernels as ciou, decode::kernels as decode};
+use crate::{bce::kernels as bce, ciou::kernels as ciou, decode::kernels as decode, tal::kernels as tal};
 
 /// Source text of one kernel specialisation.
 #[derive(Clone, Debug)]
@@ -142,6 +142,7 @@ pub fn sources(name: &'static str, def: KernelDefinition) -> KernelSource {
 pub fn kernels() -> Vec<(&'static str, KernelDefinition)> {
     let c = client();
     let f32_ty: StorageType = f32::as_type_native_unchecked().storage_type();
+    let i32_ty: StorageType = i32::as_type_native_unchecked().storage_type();
     let t = || TensorCompilationArg { inplace: None };
     // FA2 with Dk = Dv = 32 and the tiles the launchers pick for it (64 × 64 within 32 KiB).
     let (dk, dv, bm, bn) = (32usize, 32usize, 64usize, 64usize);
@@ -435,6 +436,89 @@ pub fn kernels() -> Vec<(&'static str, KernelDefinition)> {
                 t(),
                 (),
                 f32_ty,
+            )
+            .define(),
+        ),
+        (
+            "tal_metrics_f32",
+            tal::tal_metrics_kernel::TalMetricsKernel::<WgpuRuntime>::new(
+                settings(tal::UNITS as usize),
+                c.clone(),
+                t(),
+                t(),
+                t(),
+                t(),
+                t(),
+                t(),
+                t(),
+                t(),
+                t(),
+                (),
+                (),
+                (),
+                (),
+                (),
+                (),
+                (),
+                (),
+                i32_ty,
+            )
+            .define(),
+        ),
+        (
+            "tal_resolve",
+            tal::tal_resolve_kernel::TalResolveKernel::<WgpuRuntime>::new(
+                settings(tal::UNITS as usize),
+                c.clone(),
+                t(),
+                t(),
+                t(),
+                t(),
+                (),
+                (),
+                (),
+                (),
+                i32_ty,
+            )
+            .define(),
+        ),
+        (
+            "tal_gt_stats_one2one",
+            tal::tal_gt_stats_kernel::TalGtStatsKernel::<WgpuRuntime>::new(
+                settings(tal::UNITS as usize),
+                c.clone(),
+                t(),
+                t(),
+                t(),
+                t(),
+                t(),
+                t(),
+                (),
+                (),
+                tal::UNITS as usize,
+                true,
+            )
+            .define(),
+        ),
+        (
+            "tal_targets_f32_one2one",
+            tal::tal_targets_kernel::TalTargetsKernel::<WgpuRuntime>::new(
+                settings(tal::UNITS as usize),
+                c.clone(),
+                t(),
+                t(),
+                t(),
+                t(),
+                t(),
+                t(),
+                t(),
+                t(),
+                (),
+                (),
+                (),
+                (),
+                true,
+                [f32_ty, i32_ty],
             )
             .define(),
         ),

@@ -95,22 +95,18 @@ impl DetectionLoss {
         let [b, _, a] = head.boxes.dims();
         let pred_dist = head.boxes.clone().swap_dims(1, 2); // [B, A, 4]
         let pred_scores = head.scores.clone().swap_dims(1, 2); // [B, A, C]
-        let anc = anchors.points.clone().reshape([2, a]).swap_dims(0, 1); // [A, 2] grid units
+        let anc = anchors.points.clone().reshape([2, a]); // [2, A] grid units
         let stride = anchors.strides.clone().reshape([1, a, 1]); // [1, A, 1]
-        let anc3 = anc.clone().unsqueeze_dim::<3>(0); // [1, A, 2]
+        let anc3 = anc.clone().swap_dims(0, 1).unsqueeze_dim::<3>(0); // [1, A, 2]
         let [fh, fw] = anchors.feat_shapes[0];
         let s0 = yolo26_model::config::STRIDES[0] as f64;
         let (img_h, img_w) = (fh as f64 * s0, fw as f64 * s0);
 
         // bbox_decode (reg_max = 1: the raw distances are the LTRB) fused with the `* stride` of the assigner's
         // input: xyxy pixels [B, A, 4]. The box loss works in grid units as ultralytics does (`/ stride`).
-        let pred_px = detect_decode(head.boxes.clone(), anchors.grid.clone(), BoxFormat::Xyxy).swap_dims(1, 2);
-        let asg = self.assigner.assign(
-            burn::tensor::activation::sigmoid(pred_scores.clone().detach()),
-            pred_px.clone().detach(),
-            anc * stride.clone().reshape([a, 1]),
-            gt,
-        );
+        let pred_px = detect_decode(head.boxes.clone(), anchors.grid.clone(), BoxFormat::Xyxy); // [B, 4, A]
+        let asg = self.assigner.assign(head.scores.clone(), pred_px.clone(), anc * stride.clone().reshape([1, a]), gt);
+        let pred_px = pred_px.swap_dims(1, 2); // [B, A, 4]
         let pred_bboxes = pred_px / stride.clone(); // grid units
         let target_scores_sum = asg.target_scores.clone().sum().clamp_min(1.0); // [1], on the device
 

@@ -17,7 +17,7 @@ mod fusion;
 pub mod kernels;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use backend::{ciou_formula, reference_backward, reference_forward, CiouLossBackend};
 

@@ -26,6 +26,48 @@ use burn_cubecl::{tensor::CubeTensor, CubeRuntime};
 
 use super::{EPS, UNITS, V_SCALE};
 
+/// `(CIoU, alpha)` of the boxes `b1`, `b2` (xyxy), the formula of the module doc in f32 (shared with the
+/// task-aligned assigner's metrics kernel).
+#[cube]
+#[allow(clippy::too_many_arguments)]
+pub fn ciou_parts(
+    b1_x1: f32,
+    b1_y1: f32,
+    b1_x2: f32,
+    b1_y2: f32,
+    b2_x1: f32,
+    b2_y1: f32,
+    b2_x2: f32,
+    b2_y2: f32,
+) -> (f32, f32) {
+    let eps = f32::new(EPS);
+    let zero = f32::new(0.0);
+    let one = f32::new(1.0);
+
+    let w1 = b1_x2 - b1_x1;
+    let h1 = b1_y2 - b1_y1 + eps;
+    let w2 = b2_x2 - b2_x1;
+    let h2 = b2_y2 - b2_y1 + eps;
+
+    let iw = max(min(b1_x2, b2_x2) - max(b1_x1, b2_x1), zero);
+    let ih = max(min(b1_y2, b2_y2) - max(b1_y1, b2_y1), zero);
+    let inter = iw * ih;
+    let union = w1 * h1 + w2 * h2 - inter + eps;
+    let iou = inter / union;
+
+    let cw = max(b1_x2, b2_x2) - min(b1_x1, b2_x1);
+    let ch = max(b1_y2, b2_y2) - min(b1_y1, b2_y1);
+    let c2 = cw * cw + ch * ch + eps;
+    let dx = b2_x1 + b2_x2 - b1_x1 - b1_x2;
+    let dy = b2_y1 + b2_y2 - b1_y1 - b1_y2;
+    let rho2 = (dx * dx + dy * dy) / f32::new(4.0);
+
+    let at = (w2 / h2).atan() - (w1 / h1).atan();
+    let v = f32::new(V_SCALE) * (at * at);
+    let a = v / (one - iou + v + eps);
+    (iou - (rho2 / c2 + v * a), a)
+}
+
 /// `pred`, `target` `[M, 4]` → `loss [M]` (dtype `F`), `alpha [M]` (f32).
 #[cube(launch_unchecked)]
 pub fn ciou_fwd_kernel<F: Float>(
@@ -39,40 +81,17 @@ pub fn ciou_fwd_kernel<F: Float>(
     let i = ABSOLUTE_POS;
     if i < num_boxes as usize {
         let base = i * 4;
-        let b1_x1 = f32::cast_from(pred[base]);
-        let b1_y1 = f32::cast_from(pred[base + 1]);
-        let b1_x2 = f32::cast_from(pred[base + 2]);
-        let b1_y2 = f32::cast_from(pred[base + 3]);
-        let b2_x1 = f32::cast_from(target[base]);
-        let b2_y1 = f32::cast_from(target[base + 1]);
-        let b2_x2 = f32::cast_from(target[base + 2]);
-        let b2_y2 = f32::cast_from(target[base + 3]);
-        let eps = f32::new(EPS);
-        let zero = f32::new(0.0);
+        let (ciou, a) = ciou_parts(
+            f32::cast_from(pred[base]),
+            f32::cast_from(pred[base + 1]),
+            f32::cast_from(pred[base + 2]),
+            f32::cast_from(pred[base + 3]),
+            f32::cast_from(target[base]),
+            f32::cast_from(target[base + 1]),
+            f32::cast_from(target[base + 2]),
+            f32::cast_from(target[base + 3]),
+        );
         let one = f32::new(1.0);
-
-        let w1 = b1_x2 - b1_x1;
-        let h1 = b1_y2 - b1_y1 + eps;
-        let w2 = b2_x2 - b2_x1;
-        let h2 = b2_y2 - b2_y1 + eps;
-
-        let iw = max(min(b1_x2, b2_x2) - max(b1_x1, b2_x1), zero);
-        let ih = max(min(b1_y2, b2_y2) - max(b1_y1, b2_y1), zero);
-        let inter = iw * ih;
-        let union = w1 * h1 + w2 * h2 - inter + eps;
-        let iou = inter / union;
-
-        let cw = max(b1_x2, b2_x2) - min(b1_x1, b2_x1);
-        let ch = max(b1_y2, b2_y2) - min(b1_y1, b2_y1);
-        let c2 = cw * cw + ch * ch + eps;
-        let dx = b2_x1 + b2_x2 - b1_x1 - b1_x2;
-        let dy = b2_y1 + b2_y2 - b1_y1 - b1_y2;
-        let rho2 = (dx * dx + dy * dy) / f32::new(4.0);
-
-        let at = (w2 / h2).atan() - (w1 / h1).atan();
-        let v = f32::new(V_SCALE) * (at * at);
-        let a = v / (one - iou + v + eps);
-        let ciou = iou - (rho2 / c2 + v * a);
         loss[i] = F::cast_from(one - ciou);
         alpha[i] = a;
     }

@@ -1,0 +1,94 @@
+//! [`TalBackend`] for [`CubeBackend`]: f32 working tensors, the metrics kernel, the shared top-k kernel,
+//! then the resolve, per-GT statistics and targets kernels. No host round trip.
+use burn::tensor::{DType, IntDType, Shape};
+use burn_cubecl::{tensor::CubeTensor, BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement};
+
+use super::kernels::{launch_tal_gt_stats, launch_tal_metrics, launch_tal_resolve, launch_tal_targets};
+use super::{check_shapes, reference_assign, TalBackend, TalConfig};
+use crate::cube_util::{empty, tight_as};
+use crate::topk::{cube::topk, kernel::chunk_for};
+
+impl<R, F, I, BT> TalBackend for CubeBackend<R, F, I, BT>
+where
+    R: CubeRuntime,
+    F: FloatElement,
+    I: IntElement,
+    BT: BoolElement,
+{
+    fn task_aligned_assign(
+        logits: CubeTensor<R>,
+        boxes: CubeTensor<R>,
+        anchors: CubeTensor<R>,
+        gt_boxes: CubeTensor<R>,
+        gt_labels: CubeTensor<R>,
+        gt_mask: CubeTensor<R>,
+        cfg: TalConfig,
+        int_dtype: IntDType,
+    ) -> (CubeTensor<R>, CubeTensor<R>, CubeTensor<R>) {
+        let kernel_path = (cfg.topk2 == cfg.topk || cfg.one2one()) && chunk_for(cfg.topk).is_some();
+        if logits.dtype == DType::F64 || !kernel_path {
+            return reference_assign::<Self>(logits, boxes, anchors, gt_boxes, gt_labels, gt_mask, cfg, int_dtype);
+        }
+        assign(logits, boxes, anchors, gt_boxes, gt_labels, gt_mask, cfg, int_dtype.into())
+    }
+}
+
+/// Kernel assignment: `(gt_idx [B, A] of int_dtype, fg, norm [B, A] in the dtype of logits)`.
+/// Requires `topk2 ∈ {topk, 1}` and a top-k chunk for `topk` ([`chunk_for`]).
+#[allow(clippy::too_many_arguments)]
+pub fn assign<R: CubeRuntime>(
+    logits: CubeTensor<R>,
+    boxes: CubeTensor<R>,
+    anchors: CubeTensor<R>,
+    gt_boxes: CubeTensor<R>,
+    gt_labels: CubeTensor<R>,
+    gt_mask: CubeTensor<R>,
+    cfg: TalConfig,
+    int_dtype: DType,
+) -> (CubeTensor<R>, CubeTensor<R>, CubeTensor<R>) {
+    let (b, _, a, g) = check_shapes(
+        logits.meta.shape(),
+        boxes.meta.shape(),
+        anchors.meta.shape(),
+        gt_boxes.meta.shape(),
+        gt_labels.meta.shape(),
+        gt_mask.meta.shape(),
+        &cfg,
+    );
+    assert!(cfg.topk2 == cfg.topk || cfg.one2one(), "tal kernels: topk2 must equal topk or be 1");
+    let chunk = chunk_for(cfg.topk).expect("tal kernels: topk too large for the top-k kernel");
+    let out_dtype = logits.dtype;
+    let f32t = |t: CubeTensor<R>| tight_as(t, DType::F32);
+    let (logits, boxes, anchors, gt_boxes, gt_mask) =
+        (f32t(logits), f32t(boxes), f32t(anchors), f32t(gt_boxes), f32t(gt_mask));
+    let gt_labels = tight_as(gt_labels.clone(), gt_labels.dtype);
+    let bga = Shape::new([b, g, a]);
+    let align = empty(&logits, bga.clone(), DType::F32);
+    let overlaps = empty(&logits, bga.clone(), DType::F32);
+    let cand = empty(&logits, bga, DType::U32);
+    launch_tal_metrics(&logits, &boxes, &anchors, &gt_boxes, &gt_labels, &gt_mask, &align, &overlaps, &cand, &cfg);
+
+    let rows = burn_cubecl::ops::reshape(align.clone(), Shape::new([b * g, a]));
+    let (_, top) = topk(rows, cfg.topk, chunk, int_dtype);
+    let owner = empty(&logits, Shape::new([b, a]), DType::U32);
+    launch_tal_resolve(&cand, &overlaps, &top, &owner);
+
+    let bg = Shape::new([b, g]);
+    let pos_align = empty(&logits, bg.clone(), DType::F32);
+    let pos_overlap = empty(&logits, bg.clone(), DType::F32);
+    let keep = empty(&logits, bg, DType::U32);
+    let one2one = cfg.one2one();
+    launch_tal_gt_stats(&owner, &align, &overlaps, &pos_align, &pos_overlap, &keep, one2one);
+
+    let ba = Shape::new([b, a]);
+    let gt_idx = empty(&logits, ba.clone(), int_dtype);
+    let fg = empty(&logits, ba.clone(), out_dtype);
+    let norm = empty(&logits, ba, out_dtype);
+    launch_tal_targets(&owner, &align, &pos_align, &pos_overlap, &keep, &gt_idx, &fg, &norm, cfg.eps, one2one);
+    (gt_idx, fg, norm)
+}
+
+/// Launch-level entry points with caller-provided outputs (the tests poison them).
+pub mod raw {
+    pub use super::super::kernels::{launch_tal_gt_stats, launch_tal_metrics, launch_tal_resolve, launch_tal_targets};
+}

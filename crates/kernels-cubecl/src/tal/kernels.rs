@@ -1,0 +1,518 @@
+//! CubeCL kernels of the task-aligned assigner (four launches plus the top-k passes of [`crate::topk`]).
+//!
+//! # Math (ultralytics 8.4.190 `utils/tal.py::TaskAlignedAssigner._forward`)
+//!
+//! For image `b`, GT slot `g` (valid when `mask[b, g] > 0`) and anchor `a` (centre `p_a`, pixels):
+//!
+//! ```text
+//! STAL box   : sides of gt[b, g] shorter than stride_val set to stride_val about the centre (valid GTs only)
+//! cand[g, a] : valid(g) ∧ p_a strictly inside the STAL box (margin eps on all four sides)
+//! ov[g, a]   : cand ? max(CIoU(gt[b, g], pd[b, a]), 0) : 0                 (pd: predicted xyxy pixels)
+//! t[g, a]    : cand ? σ(logit[b, label(g), a])^α · ov^β : 0
+//! top[g]     : the k anchors of largest t[g, ·] (ties: smaller index)      — `topk` kernel
+//! pos[g, a]  : cand[g, a] ∧ a ∈ top[g]
+//! owner(a)   : the only g with pos[g, a]; when several, argmax_g ov[g, a] (first maximum, over all slots)
+//! one2one    : (topk2 = 1) owner(a) = g is kept only if a = argmax_a' t[g, a']·[owner(a') = g] (first maximum)
+//! norm(a)    : t[g, a] · max_{a' ∈ pos(g)} ov[g, a'] / (max_{a' ∈ pos(g)} t[g, a'] + eps) with g = owner(a)
+//! ```
+//!
+//! Outputs per anchor: `gt_idx` (owner, 0 for background), `fg` (0/1) and `norm`, the target-score
+//! magnitude (ultralytics `target_scores = one_hot(label) · norm`).
+//!
+//! # Work split
+//!
+//! - [`tal_metrics_kernel`]: one unit per `(b, g, a)`: `t`, `ov`, `cand` (`[B, G, A]` each).
+//! - row top-k of `t` viewed as `[B·G, A]` (the shared [`crate::topk`] kernel).
+//! - [`tal_resolve_kernel`]: one unit per `(b, a)`: scans the `G` slots and their `k` top entries → owner.
+//! - [`tal_gt_stats_kernel`]: one cube per `(b, g)`: tree reductions over the anchors → the GT's
+//!   `max t`, `max ov` and (one2one) kept anchor.
+//! - [`tal_targets_kernel`]: one unit per `(b, a)` → `gt_idx`, `fg`, `norm`.
+//!
+//! Arithmetic in f32; all tensors contiguous.
+use cubecl::prelude::*;
+
+use burn_cubecl::{tensor::CubeTensor, CubeRuntime};
+
+use crate::ciou::kernels::forward::ciou_parts;
+
+/// Units per cube.
+pub(crate) const UNITS: u32 = 256;
+
+/// Owner value of an anchor that no GT claims.
+pub(crate) const NO_OWNER: u32 = u32::MAX;
+
+/// `logits [B, C, A]`, `boxes [B, 4, A]` (xyxy px), `anchors [2, A]` (px), `gt_boxes [B, G, 4]`,
+/// `gt_labels [B, G]` (int `I`), `gt_mask [B, G]` → `align`, `overlaps` (f32) and `cand` (u32 0/1), `[B, G, A]`.
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
+pub fn tal_metrics_kernel<I: Int>(
+    logits: &Tensor<f32>,
+    boxes: &Tensor<f32>,
+    anchors: &Tensor<f32>,
+    gt_boxes: &Tensor<f32>,
+    gt_labels: &Tensor<I>,
+    gt_mask: &Tensor<f32>,
+    align: &mut Tensor<f32>,
+    overlaps: &mut Tensor<f32>,
+    cand: &mut Tensor<u32>,
+    num_anchors: u32,
+    num_gt: u32,
+    num_classes: u32,
+    total: u32,
+    alpha: f32,
+    beta: f32,
+    eps: f32,
+    stride_val: f32,
+    #[define(I)] _dtype: StorageType,
+) {
+    let i = ABSOLUTE_POS;
+    if i < total as usize {
+        let na = num_anchors as usize;
+        let a = i % na;
+        let bg = i / na;
+        let b = bg / num_gt as usize;
+        let zero = f32::new(0.0);
+        let half = f32::new(0.5);
+
+        let x1 = gt_boxes[bg * 4];
+        let y1 = gt_boxes[bg * 4 + 1];
+        let x2 = gt_boxes[bg * 4 + 2];
+        let y2 = gt_boxes[bg * 4 + 3];
+        let valid = gt_mask[bg] > zero;
+        // select_candidates_in_gts: xyxy → xywh, STAL floor on the sides, back to xyxy
+        let cx = (x1 + x2) / f32::new(2.0);
+        let cy = (y1 + y2) / f32::new(2.0);
+        let mut w = x2 - x1;
+        let mut h = y2 - y1;
+        if valid && w < stride_val {
+            w = stride_val;
+        }
+        if valid && h < stride_val {
+            h = stride_val;
+        }
+        let ax = anchors[a];
+        let ay = anchors[na + a];
+        let inside = ax - (cx - w * half) > eps
+            && ay - (cy - h * half) > eps
+            && (cx + w * half) - ax > eps
+            && (cy + h * half) - ay > eps;
+
+        let mut t = zero;
+        let mut ov = zero;
+        let mut c = 0u32.runtime();
+        if inside && valid {
+            c = 1u32;
+            let mut label = i32::cast_from(gt_labels[bg]);
+            label = clamp(label, 0i32, num_classes as i32 - 1i32);
+            let logit = logits[(b * num_classes as usize + label as usize) * na + a];
+            let s = f32::new(1.0) / (f32::new(1.0) + (-logit).exp());
+            let pb = b * 4 * na + a;
+            let (ciou, _alpha) =
+                ciou_parts(x1, y1, x2, y2, boxes[pb], boxes[pb + na], boxes[pb + 2 * na], boxes[pb + 3 * na]);
+            ov = max(ciou, zero);
+            if ov > zero && s > zero {
+                t = f32::powf(s, alpha) * f32::powf(ov, beta);
+            }
+        }
+        align[i] = t;
+        overlaps[i] = ov;
+        cand[i] = c;
+    }
+}
+
+/// `cand`, `overlaps [B, G, A]` and the row top-k indices `top [B·G, k]` (int `I`) → `owner [B, A]`
+/// (u32, [`NO_OWNER`] when unclaimed).
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
+pub fn tal_resolve_kernel<I: Int>(
+    cand: &Tensor<u32>,
+    overlaps: &Tensor<f32>,
+    top: &Tensor<I>,
+    owner: &mut Tensor<u32>,
+    num_anchors: u32,
+    num_gt: u32,
+    k: u32,
+    total: u32,
+    #[define(I)] _dtype: StorageType,
+) {
+    let i = ABSOLUTE_POS;
+    if i < total as usize {
+        let na = num_anchors as usize;
+        let ng = num_gt as usize;
+        let kk = k as usize;
+        let a = i % na;
+        let b = i / na;
+        let mut count = 0u32.runtime();
+        let mut first = NO_OWNER.runtime();
+        for g in 0..ng {
+            let bg = b * ng + g;
+            if cand[bg * na + a] == 1u32 {
+                let mut hit = false.runtime();
+                for j in 0..kk {
+                    if u32::cast_from(top[bg * kk + j]) == a as u32 {
+                        hit = true;
+                    }
+                }
+                if hit {
+                    if count == 0u32 {
+                        first = g as u32;
+                    }
+                    count += 1u32;
+                }
+            }
+        }
+        let mut own = first;
+        if count > 1u32 {
+            // select_highest_overlaps: argmax over every slot (first maximum)
+            let mut best = overlaps[b * ng * na + a];
+            let mut best_g = 0u32.runtime();
+            for g in 1..ng {
+                let v = overlaps[(b * ng + g) * na + a];
+                if v > best {
+                    best = v;
+                    best_g = g as u32;
+                }
+            }
+            own = best_g;
+        }
+        owner[i] = own;
+    }
+}
+
+/// One cube per `(b, g)` (grid `B·G`): `owner [B, A]`, `align`, `overlaps [B, G, A]` → `pos_align`,
+/// `pos_overlap [B, G]` (maxima over the GT's positives, 0 when none) and `keep [B, G]` (u32: the anchor
+/// of largest `t·[owner = g]`, first maximum; only meaningful when `one2one`). With `one2one` the maxima
+/// are taken over the kept anchor alone (ultralytics applies `topk2` before normalising).
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
+pub fn tal_gt_stats_kernel(
+    owner: &Tensor<u32>,
+    align: &Tensor<f32>,
+    overlaps: &Tensor<f32>,
+    pos_align: &mut Tensor<f32>,
+    pos_overlap: &mut Tensor<f32>,
+    keep: &mut Tensor<u32>,
+    num_anchors: u32,
+    num_gt: u32,
+    #[comptime] units: usize,
+    #[comptime] one2one: bool,
+) {
+    let na = num_anchors as usize;
+    let bg = CUBE_POS_X as usize;
+    let b = bg / num_gt as usize;
+    let g = (bg % num_gt as usize) as u32;
+    let tid = UNIT_POS_X as usize;
+    let zero = f32::new(0.0);
+
+    let mut max_t = zero;
+    let mut max_ov = zero;
+    let mut best_v = f32::new(-1.0);
+    let mut best_i = u32::MAX.runtime();
+    let mut a = tid;
+    while a < na {
+        let t = align[bg * na + a];
+        let mut m = zero;
+        if owner[b * na + a] == g {
+            m = t;
+            max_t = max(max_t, t);
+            max_ov = max(max_ov, overlaps[bg * na + a]);
+        }
+        // anchors visited in increasing order: a strict `>` keeps the first maximum
+        if m > best_v {
+            best_v = m;
+            best_i = a as u32;
+        }
+        a += units;
+    }
+
+    let mut s_t = SharedMemory::<f32>::new(units);
+    let mut s_ov = SharedMemory::<f32>::new(units);
+    let mut s_bv = SharedMemory::<f32>::new(units);
+    let mut s_bi = SharedMemory::<u32>::new(units);
+    s_t[tid] = max_t;
+    s_ov[tid] = max_ov;
+    s_bv[tid] = best_v;
+    s_bi[tid] = best_i;
+    sync_cube();
+    let mut half = (units / 2).runtime();
+    while half > 0 {
+        if tid < half {
+            let o = tid + half;
+            s_t[tid] = max(s_t[tid], s_t[o]);
+            s_ov[tid] = max(s_ov[tid], s_ov[o]);
+            let (v0, i0) = (s_bv[tid], s_bi[tid]);
+            let (v1, i1) = (s_bv[o], s_bi[o]);
+            if v1 > v0 || (v1 == v0 && i1 < i0) {
+                s_bv[tid] = v1;
+                s_bi[tid] = i1;
+            }
+        }
+        sync_cube();
+        half /= 2;
+    }
+    if tid == 0 {
+        let kept = s_bi[0];
+        keep[bg] = kept;
+        if one2one {
+            let mut pa = zero;
+            let mut po = zero;
+            if kept < num_anchors && owner[b * na + kept as usize] == g {
+                pa = align[bg * na + kept as usize];
+                po = overlaps[bg * na + kept as usize];
+            }
+            pos_align[bg] = pa;
+            pos_overlap[bg] = po;
+        } else {
+            pos_align[bg] = s_t[0];
+            pos_overlap[bg] = s_ov[0];
+        }
+    }
+}
+
+/// One unit per `(b, a)`: `owner [B, A]`, `align [B, G, A]`, `pos_align`, `pos_overlap`, `keep [B, G]` →
+/// `gt_idx [B, A]` (int `I`), `fg`, `norm [B, A]` (float `F`).
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
+pub fn tal_targets_kernel<F: Float, I: Int>(
+    owner: &Tensor<u32>,
+    align: &Tensor<f32>,
+    pos_align: &Tensor<f32>,
+    pos_overlap: &Tensor<f32>,
+    keep: &Tensor<u32>,
+    gt_idx: &mut Tensor<I>,
+    fg: &mut Tensor<F>,
+    norm: &mut Tensor<F>,
+    num_anchors: u32,
+    num_gt: u32,
+    total: u32,
+    eps: f32,
+    #[comptime] one2one: bool,
+    #[define(F, I)] _dtypes: [StorageType; 2],
+) {
+    let i = ABSOLUTE_POS;
+    if i < total as usize {
+        let na = num_anchors as usize;
+        let a = i % na;
+        let b = i / na;
+        let g = owner[i];
+        let mut is_fg = g < num_gt;
+        let bg = b * num_gt as usize + g as usize;
+        if is_fg && one2one {
+            is_fg = keep[bg] == a as u32;
+        }
+        let mut idx = 0u32.runtime();
+        let mut f = f32::new(0.0);
+        let mut n = f32::new(0.0);
+        if is_fg {
+            idx = g;
+            f = f32::new(1.0);
+            n = align[bg * na + a] * pos_overlap[bg] / (pos_align[bg] + eps);
+        }
+        gt_idx[i] = I::cast_from(idx);
+        fg[i] = F::cast_from(f);
+        norm[i] = F::cast_from(n);
+    }
+}
+
+fn elemwise_count<R: CubeRuntime>(t: &CubeTensor<R>, n: usize) -> (CubeCount, CubeDim) {
+    let cube_dim = CubeDim::new_1d(UNITS);
+    (cubecl::calculate_cube_count_elemwise(&t.client, n, cube_dim), cube_dim)
+}
+
+/// Launches [`tal_metrics_kernel`]. Shapes: `logits [B, C, A]`, `boxes [B, 4, A]`, `anchors [2, A]`,
+/// `gt_boxes [B, G, 4]`, `gt_labels`, `gt_mask [B, G]`; outputs `[B, G, A]`. All f32 but `gt_labels`
+/// (any int dtype) and `cand` (u32); all contiguous; every output element is written.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_tal_metrics<R: CubeRuntime>(
+    logits: &CubeTensor<R>,
+    boxes: &CubeTensor<R>,
+    anchors: &CubeTensor<R>,
+    gt_boxes: &CubeTensor<R>,
+    gt_labels: &CubeTensor<R>,
+    gt_mask: &CubeTensor<R>,
+    align: &CubeTensor<R>,
+    overlaps: &CubeTensor<R>,
+    cand: &CubeTensor<R>,
+    cfg: &super::TalConfig,
+) {
+    crate::attention::kernels::assert_tight(
+        "launch_tal_metrics",
+        &[logits, boxes, anchors, gt_boxes, gt_labels, gt_mask, align, overlaps, cand],
+    );
+    let [b, c, a] = logits.meta.shape().dims::<3>();
+    let g = gt_boxes.meta.shape()[1];
+    assert_eq!(boxes.meta.shape().dims::<3>(), [b, 4, a], "launch_tal_metrics: boxes");
+    assert_eq!(anchors.meta.shape().dims::<2>(), [2, a], "launch_tal_metrics: anchors");
+    assert_eq!(gt_boxes.meta.shape().dims::<3>(), [b, g, 4], "launch_tal_metrics: gt_boxes");
+    for t in [gt_labels, gt_mask] {
+        assert_eq!(t.meta.shape().dims::<2>(), [b, g], "launch_tal_metrics: gt labels/mask");
+    }
+    for t in [align, overlaps, cand] {
+        assert_eq!(t.meta.shape().dims::<3>(), [b, g, a], "launch_tal_metrics: outputs");
+    }
+    let total = b * g * a;
+    if total == 0 {
+        return;
+    }
+    let (count, dim) = elemwise_count(logits, total);
+    // SAFETY: every index is below the extents asserted above (`i < B·G·A`, labels clamped to `[0, C)`).
+    unsafe {
+        tal_metrics_kernel::launch_unchecked::<R>(
+            &logits.client,
+            count,
+            dim,
+            logits.clone().into_tensor_arg(),
+            boxes.clone().into_tensor_arg(),
+            anchors.clone().into_tensor_arg(),
+            gt_boxes.clone().into_tensor_arg(),
+            gt_labels.clone().into_tensor_arg(),
+            gt_mask.clone().into_tensor_arg(),
+            align.clone().into_tensor_arg(),
+            overlaps.clone().into_tensor_arg(),
+            cand.clone().into_tensor_arg(),
+            a as u32,
+            g as u32,
+            c as u32,
+            total as u32,
+            cfg.alpha as f32,
+            cfg.beta as f32,
+            cfg.eps as f32,
+            cfg.stride_val as f32,
+            gt_labels.dtype.into(),
+        )
+    }
+}
+
+/// Launches [`tal_resolve_kernel`]: `cand`, `overlaps [B, G, A]`, `top [B·G, k]` → `owner [B, A]` (u32).
+pub fn launch_tal_resolve<R: CubeRuntime>(
+    cand: &CubeTensor<R>,
+    overlaps: &CubeTensor<R>,
+    top: &CubeTensor<R>,
+    owner: &CubeTensor<R>,
+) {
+    crate::attention::kernels::assert_tight("launch_tal_resolve", &[cand, overlaps, top, owner]);
+    let [b, g, a] = cand.meta.shape().dims::<3>();
+    let [rows, k] = top.meta.shape().dims::<2>();
+    assert!(rows == b * g && overlaps.meta.shape().dims::<3>() == [b, g, a], "launch_tal_resolve: shapes");
+    assert_eq!(owner.meta.shape().dims::<2>(), [b, a], "launch_tal_resolve: owner");
+    let total = b * a;
+    if total == 0 {
+        return;
+    }
+    let (count, dim) = elemwise_count(cand, total);
+    // SAFETY: `i < B·A`, `g < G`, `j < k`: within the asserted extents.
+    unsafe {
+        tal_resolve_kernel::launch_unchecked::<R>(
+            &cand.client,
+            count,
+            dim,
+            cand.clone().into_tensor_arg(),
+            overlaps.clone().into_tensor_arg(),
+            top.clone().into_tensor_arg(),
+            owner.clone().into_tensor_arg(),
+            a as u32,
+            g as u32,
+            k as u32,
+            total as u32,
+            top.dtype.into(),
+        )
+    }
+}
+
+/// Launches [`tal_gt_stats_kernel`]: one cube per `(b, g)`.
+pub fn launch_tal_gt_stats<R: CubeRuntime>(
+    owner: &CubeTensor<R>,
+    align: &CubeTensor<R>,
+    overlaps: &CubeTensor<R>,
+    pos_align: &CubeTensor<R>,
+    pos_overlap: &CubeTensor<R>,
+    keep: &CubeTensor<R>,
+    one2one: bool,
+) {
+    crate::attention::kernels::assert_tight(
+        "launch_tal_gt_stats",
+        &[owner, align, overlaps, pos_align, pos_overlap, keep],
+    );
+    let [b, g, a] = align.meta.shape().dims::<3>();
+    assert_eq!(owner.meta.shape().dims::<2>(), [b, a], "launch_tal_gt_stats: owner");
+    for t in [pos_align, pos_overlap, keep] {
+        assert_eq!(t.meta.shape().dims::<2>(), [b, g], "launch_tal_gt_stats: outputs");
+    }
+    if b * g == 0 {
+        return;
+    }
+    let units = UNITS as usize;
+    // SAFETY: cube `bg < B·G`; anchors `a < A`; the kept index is checked against `A` before use.
+    unsafe {
+        tal_gt_stats_kernel::launch_unchecked::<R>(
+            &align.client,
+            CubeCount::Static((b * g) as u32, 1, 1),
+            CubeDim::new_1d(UNITS),
+            owner.clone().into_tensor_arg(),
+            align.clone().into_tensor_arg(),
+            overlaps.clone().into_tensor_arg(),
+            pos_align.clone().into_tensor_arg(),
+            pos_overlap.clone().into_tensor_arg(),
+            keep.clone().into_tensor_arg(),
+            a as u32,
+            g as u32,
+            units,
+            one2one,
+        )
+    }
+}
+
+/// Launches [`tal_targets_kernel`]: outputs `gt_idx` (int), `fg`, `norm` (float), all `[B, A]`.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_tal_targets<R: CubeRuntime>(
+    owner: &CubeTensor<R>,
+    align: &CubeTensor<R>,
+    pos_align: &CubeTensor<R>,
+    pos_overlap: &CubeTensor<R>,
+    keep: &CubeTensor<R>,
+    gt_idx: &CubeTensor<R>,
+    fg: &CubeTensor<R>,
+    norm: &CubeTensor<R>,
+    eps: f64,
+    one2one: bool,
+) {
+    crate::attention::kernels::assert_tight(
+        "launch_tal_targets",
+        &[owner, align, pos_align, pos_overlap, keep, gt_idx, fg, norm],
+    );
+    let [b, g, a] = align.meta.shape().dims::<3>();
+    for t in [owner, gt_idx, fg, norm] {
+        assert_eq!(t.meta.shape().dims::<2>(), [b, a], "launch_tal_targets: [B, A] tensors");
+    }
+    for t in [pos_align, pos_overlap, keep] {
+        assert_eq!(t.meta.shape().dims::<2>(), [b, g], "launch_tal_targets: [B, G] tensors");
+    }
+    assert_eq!(fg.dtype, norm.dtype, "launch_tal_targets: fg and norm dtypes");
+    let total = b * a;
+    if total == 0 {
+        return;
+    }
+    let (count, dim) = elemwise_count(owner, total);
+    // SAFETY: `i < B·A`; the slot `g` is read only when `g < G`.
+    unsafe {
+        tal_targets_kernel::launch_unchecked::<R>(
+            &owner.client,
+            count,
+            dim,
+            owner.clone().into_tensor_arg(),
+            align.clone().into_tensor_arg(),
+            pos_align.clone().into_tensor_arg(),
+            pos_overlap.clone().into_tensor_arg(),
+            keep.clone().into_tensor_arg(),
+            gt_idx.clone().into_tensor_arg(),
+            fg.clone().into_tensor_arg(),
+            norm.clone().into_tensor_arg(),
+            a as u32,
+            g as u32,
+            total as u32,
+            eps as f32,
+            one2one,
+            [fg.dtype.into(), gt_idx.dtype.into()],
+        )
+    }
+}
