@@ -21,8 +21,11 @@
 //! `16p … 16p+15` of the block. Shared memory holds the Q block, one K and one V tile (`BN = 32` keys,
 //! zero-filled past `Nk`), the f32 scores and the storage-dtype probabilities of the tile, and the f32
 //! output accumulator `O_blk` (tensor-core accumulators cannot be rescaled in place, so `O_blk` lives in
-//! shared memory and is loaded into / stored from an accumulator fragment around each `P·V`). Lanes 0–15
-//! of a plane own one row each for the softmax and the final write.
+//! shared memory and is loaded into / stored from an accumulator fragment around each `P·V`), and the
+//! rows' running max and sum. The softmax and the final write walk the plane's 16 rows one at a time with
+//! all 32 lanes: lane `j` takes key `j` of the tile (`BLOCK_N = 32`), `plane_max`/`plane_sum` give the row
+//! max and sum, and the O row is rescaled / written with consecutive lanes on consecutive elements (no
+//! shared-memory bank conflicts, coalesced global writes).
 use cubecl::prelude::*;
 
 use burn_cubecl::{tensor::CubeTensor, CubeRuntime};
@@ -87,11 +90,16 @@ pub fn flash_fwd_cmma_kernel<F: Float>(
         idx += units;
     }
 
-    // Row statistics, owned by lanes 0..15 (row `plane·16 + lane` of the block).
-    let my_row = plane * T + lane;
-    let owns_row = lane < T;
-    let mut m = f32::new(NEG_BIG);
-    let mut l = f32::new(0.0);
+    // Row statistics (running max `m`, sum `l`) of the block's rows, in shared memory: the plane owning a
+    // row updates them together (one key per lane, plane reductions).
+    let mut m_s = SharedMemory::<f32>::new(block_m);
+    let mut l_s = SharedMemory::<f32>::new(block_m);
+    let mut idx = tid;
+    while idx < block_m {
+        m_s[idx] = f32::new(NEG_BIG);
+        l_s[idx] = f32::new(0.0);
+        idx += units;
+    }
 
     let a_frag =
         unsafe { cmma::Matrix::<F>::uninitialized(cmma::MatrixIdent::A, T, T, T, cmma::MatrixLayout::RowMajor) };
@@ -160,28 +168,34 @@ pub fn flash_fwd_cmma_kernel<F: Float>(
         }
         sync_cube();
 
-        // ---- online softmax, one lane per row; rescale the row of O ----
-        if owns_row {
-            let sr = my_row * BLOCK_N;
-            let mut m_tile = f32::new(NEG_BIG);
-            for j in 0..jn {
-                m_tile = max(m_tile, s_s[sr + j] * scale);
+        // ---- online softmax: the plane walks its 16 rows, lane j takes key j (BLOCK_N = 32 = plane);
+        //      consecutive lanes touch consecutive words (no bank conflicts); rescale the row of O ----
+        for r in 0..T {
+            let row = plane * T + r;
+            let sr = row * BLOCK_N;
+            let m_old = m_s[row];
+            let valid = lane < jn;
+            let mut x = f32::new(NEG_BIG);
+            if valid {
+                x = s_s[sr + lane] * scale;
             }
-            let m_new = max(m, m_tile);
-            let alpha = (m - m_new).exp();
-            l *= alpha;
-            for j in 0..BLOCK_N {
-                let mut p = f32::new(0.0);
-                if j < jn {
-                    p = (s_s[sr + j] * scale - m_new).exp();
-                }
-                l += p;
-                p_s[sr + j] = F::cast_from(p);
+            let m_new = max(m_old, plane_max(x));
+            let alpha = (m_old - m_new).exp();
+            let mut p = f32::new(0.0);
+            if valid {
+                p = (x - m_new).exp();
             }
-            m = m_new;
-            let orow = my_row * dv;
-            for d in 0..dv {
+            p_s[sr + lane] = F::cast_from(p);
+            let row_sum = plane_sum(p);
+            let orow = row * dv;
+            let mut d = lane;
+            while d < dv {
                 o_s[orow + d] = o_s[orow + d] * alpha;
+                d += PLANE;
+            }
+            if lane == 0 {
+                l_s[row] = l_s[row] * alpha + row_sum;
+                m_s[row] = m_new;
             }
         }
         sync_cube();
@@ -209,22 +223,30 @@ pub fn flash_fwd_cmma_kernel<F: Float>(
         sync_cube();
     }
 
-    let row = row0 + my_row;
-    if owns_row && row < nq {
-        let inv_l = f32::new(1.0) / l;
-        let o_base = (bh * nq + row) * dv;
-        let orow = my_row * dv;
-        for d in 0..dv {
-            o[o_base + d] = F::cast_from(o_s[orow + d] * inv_l);
+    // ---- O / l and LSE, one row at a time per plane (coalesced over the head dim) ----
+    for r in 0..T {
+        let row = plane * T + r;
+        if row0 + row < nq {
+            let l = l_s[row];
+            let inv_l = f32::new(1.0) / l;
+            let o_base = (bh * nq + row0 + row) * dv;
+            let orow = row * dv;
+            let mut d = lane;
+            while d < dv {
+                o[o_base + d] = F::cast_from(o_s[orow + d] * inv_l);
+                d += PLANE;
+            }
+            if lane == 0 {
+                lse[bh * nq + row0 + row] = m_s[row] + l.ln();
+            }
         }
-        lse[bh * nq + row] = m + l.ln();
     }
 }
 
 /// Shared memory the kernel declares for `planes` planes, in bytes (`elem` = storage dtype size).
 pub fn shared_bytes(dk: usize, dv: usize, planes: usize, elem: usize) -> usize {
     let bm = planes * T;
-    (bm * dk + BLOCK_N * dk + BLOCK_N * dv + bm * BLOCK_N) * elem + (bm * BLOCK_N + bm * dv) * 4
+    (bm * dk + BLOCK_N * dk + BLOCK_N * dv + bm * BLOCK_N) * elem + (bm * BLOCK_N + bm * dv + 2 * bm) * 4
 }
 
 /// Most planes in `{4, 2, 1}` whose shared memory fits `budget` bytes, if any.
