@@ -79,17 +79,17 @@ fn assigner_and_branch_losses_match_ultralytics() {
         let n_fg = fg_ref.iter().filter(|&&v| v > 0.5).count();
         assert_eq!(fg, fg_ref, "{br}: fg mask differs");
         println!("{br}: fg mask exact ({n_fg} foreground anchors)");
-        let idx: Vec<f32> = host(asg.target_gt_idx.float());
+        let idx: Vec<f32> = host(asg.target_gt_idx.clone().float());
         assert_eq!(idx, fx.data(&format!("{br}.assign.target_gt_idx")), "{br}: target_gt_idx differs");
         check(
             &format!("{br} target_bboxes"),
-            &host(asg.target_bboxes),
+            &host(asg.target_bboxes.clone()),
             fx.data(&format!("{br}.assign.target_bboxes")),
             REL_TOL,
         );
         check(
             &format!("{br} target_scores"),
-            &host(asg.target_scores),
+            &host(asg.target_scores()),
             fx.data(&format!("{br}.assign.target_scores")),
             REL_TOL,
         );

@@ -6,6 +6,7 @@
 
 pub mod attention;
 pub mod bce;
+pub mod bce_onehot;
 pub mod ciou;
 mod cube_util;
 pub mod decode;

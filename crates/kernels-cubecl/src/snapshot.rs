@@ -26,7 +26,10 @@ use cubecl::{Compiler, WgpuCompilationOptions};
 
 use crate::attention::kernels::{backward_delta, backward_dkdv, backward_dq, forward};
 use crate::psa::kernels as psa;
-use crate::{bce::kernels as bce, ciou::kernels as ciou, decode::kernels as decode, tal::kernels as tal};
+use crate::{
+    bce::kernels as bce, bce_onehot::kernels as bce_onehot, ciou::kernels as ciou, decode::kernels as decode,
+    tal::kernels as tal,
+};
 
 /// Source text of one kernel specialisation.
 #[derive(Clone, Debug)]
@@ -436,6 +439,41 @@ pub fn kernels() -> Vec<(&'static str, KernelDefinition)> {
                 t(),
                 (),
                 f32_ty,
+            )
+            .define(),
+        ),
+        (
+            "bce_onehot_forward_f32",
+            bce_onehot::bce_onehot_fwd_kernel::BceOnehotFwdKernel::<WgpuRuntime>::new(
+                settings(bce_onehot::UNITS),
+                c.clone(),
+                t(),
+                t(),
+                t(),
+                t(),
+                (),
+                (),
+                (),
+                (),
+                bce_onehot::UNITS,
+                [f32_ty, i32_ty],
+            )
+            .define(),
+        ),
+        (
+            "bce_onehot_backward_f32",
+            bce_onehot::bce_onehot_bwd_kernel::BceOnehotBwdKernel::<WgpuRuntime>::new(
+                settings(bce_onehot::UNITS),
+                c.clone(),
+                t(),
+                t(),
+                t(),
+                t(),
+                t(),
+                (),
+                (),
+                (),
+                [f32_ty, i32_ty],
             )
             .define(),
         ),

@@ -37,12 +37,30 @@ pub struct Assignment<B: Backend> {
     pub target_labels: Tensor<B, 2, Int>,
     /// `[B, A, 4]` xyxy pixels of the assigned GT (GT slot 0's box where background, zeros if `G == 0`).
     pub target_bboxes: Tensor<B, 3>,
-    /// `[B, A, C]` one-hot × normalised alignment metric (zero rows for background).
-    pub target_scores: Tensor<B, 3>,
+    /// `[B, A]` the row sums of [`Assignment::target_scores`]: the normalised alignment metric where the
+    /// label is in `[0, C)`, 0 for background. The dense `[B, A, C]` targets are this times `one_hot(label)`.
+    pub target_score_sum: Tensor<B, 2>,
+    /// `C`.
+    pub num_classes: usize,
     /// `[B, A]` 1.0 for foreground anchors, else 0.0.
     pub fg_mask: Tensor<B, 2>,
     /// `[B, A]` index of the assigned GT slot (0 where background).
     pub target_gt_idx: Tensor<B, 2, Int>,
+}
+
+impl<B: Backend> Assignment<B> {
+    /// `[B, A, C]` ultralytics' `target_scores`: one-hot of the label × the normalised alignment metric (zero
+    /// rows for background). Built on demand: the loss itself never materialises it ([`bce_onehot_sum`]).
+    ///
+    /// [`bce_onehot_sum`]: kernels_cubecl::bce_onehot::bce_onehot_sum
+    pub fn target_scores(&self) -> Tensor<B, 3> {
+        let [b, a] = self.target_labels.dims();
+        let c = self.num_classes;
+        let classes = Tensor::<B, 1, Int>::arange(0..c as i64, &self.target_labels.device()).reshape([1, 1, c]);
+        let one_hot =
+            self.target_labels.clone().unsqueeze_dim::<3>(2).expand([b, a, c]).equal(classes.expand([b, a, c]));
+        one_hot.float() * self.target_score_sum.clone().unsqueeze_dim(2)
+    }
 }
 
 /// ultralytics `TaskAlignedAssigner(topk, num_classes, alpha=0.5, beta=6.0, stride=[8,16,32], eps=1e-9, topk2)`.
@@ -114,7 +132,8 @@ impl TaskAlignedAssigner {
             return Assignment {
                 target_labels: Tensor::zeros([b, a], &device),
                 target_bboxes: Tensor::zeros([b, a, 4], &device),
-                target_scores: Tensor::zeros([b, a, c], &device),
+                target_score_sum: tal.norm,
+                num_classes: c,
                 fg_mask: tal.fg,
                 target_gt_idx: tal.gt_idx,
             };
@@ -123,9 +142,15 @@ impl TaskAlignedAssigner {
         let target_labels = gt.labels.clone().gather(1, tal.gt_idx.clone()); // [B, A]
         let idx4 = tal.gt_idx.clone().unsqueeze_dim::<3>(2).expand([b, a, 4]);
         let target_bboxes = gt.bboxes.clone().detach().gather(1, idx4);
-        let classes = Tensor::<B, 1, Int>::arange(0..c as i64, &device).reshape([1, 1, c]);
-        let one_hot = target_labels.clone().unsqueeze_dim::<3>(2).expand([b, a, c]).equal(classes.expand([b, a, c]));
-        let target_scores = one_hot.float() * tal.norm.unsqueeze_dim(2);
-        Assignment { target_labels, target_bboxes, target_scores, fg_mask: tal.fg, target_gt_idx: tal.gt_idx }
+        let in_range = target_labels.clone().greater_equal_elem(0).bool_and(target_labels.clone().lower_elem(c as i64));
+        let target_score_sum = tal.norm * in_range.float();
+        Assignment {
+            target_labels,
+            target_bboxes,
+            target_score_sum,
+            num_classes: c,
+            fg_mask: tal.fg,
+            target_gt_idx: tal.gt_idx,
+        }
     }
 }

@@ -1,12 +1,14 @@
 //! [`TrainBackend`]: what the loss and the assigner need of a backend — the model's ops ([`YoloBackend`]: PSA
-//! attention, top-k, box decode) plus the fused CIoU and BCE-with-logits ops and the task-aligned assigner of `kernels-cubecl`. Blanket impl:
+//! attention, top-k, box decode) plus the fused CIoU, BCE-with-logits and one-hot BCE ops and the task-aligned assigner of
+//! `kernels-cubecl`. Blanket impl:
 //! `Flex`, `Wgpu`, `Cuda`, `CubeBackend<R, ..>`, `Fusion<B>` and `Autodiff<B>` of those.
 use kernels_cubecl::bce::BceWithLogitsBackend;
+use kernels_cubecl::bce_onehot::BceOneHotBackend;
 use kernels_cubecl::ciou::CiouLossBackend;
 use kernels_cubecl::tal::TalBackend;
 use yolo26_model::YoloBackend;
 
 /// A backend with every custom op the training losses use.
-pub trait TrainBackend: YoloBackend + CiouLossBackend + BceWithLogitsBackend + TalBackend {}
+pub trait TrainBackend: YoloBackend + CiouLossBackend + BceWithLogitsBackend + BceOneHotBackend + TalBackend {}
 
-impl<B: YoloBackend + CiouLossBackend + BceWithLogitsBackend + TalBackend> TrainBackend for B {}
+impl<B: YoloBackend + CiouLossBackend + BceWithLogitsBackend + BceOneHotBackend + TalBackend> TrainBackend for B {}

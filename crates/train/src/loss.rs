@@ -9,11 +9,11 @@
 //! device (no host sync); gradients flow into the raw predictions only (the assigner sees detached copies).
 //!
 //! The element-wise work runs in the fused `kernels-cubecl` ops (each with its backward kernel on CubeCL
-//! backends, plain tensor ops elsewhere): `detect_decode` (LTRB → xyxy pixels), `ciou_loss` and
-//! `bce_with_logits`.
+//! backends, plain tensor ops elsewhere): `detect_decode` (LTRB → xyxy pixels), `task_aligned_assign`,
+//! `ciou_loss` and `bce_onehot_sum` (the class loss without the dense `[B, A, C]` targets).
 
 use burn::prelude::*;
-use kernels_cubecl::bce::bce_with_logits;
+use kernels_cubecl::bce_onehot::bce_onehot_sum;
 use kernels_cubecl::ciou::ciou_loss;
 use kernels_cubecl::decode::{detect_decode, BoxFormat};
 use yolo26_model::nn::head::HeadOutput;
@@ -94,7 +94,6 @@ impl DetectionLoss {
     ) -> (LossTerms<B>, Assignment<B>) {
         let [b, _, a] = head.boxes.dims();
         let pred_dist = head.boxes.clone().swap_dims(1, 2); // [B, A, 4]
-        let pred_scores = head.scores.clone().swap_dims(1, 2); // [B, A, C]
         let anc = anchors.points.clone().reshape([2, a]); // [2, A] grid units
         let stride = anchors.strides.clone().reshape([1, a, 1]); // [1, A, 1]
         let anc3 = anc.clone().swap_dims(0, 1).unsqueeze_dim::<3>(0); // [1, A, 2]
@@ -108,13 +107,16 @@ impl DetectionLoss {
         let asg = self.assigner.assign(head.scores.clone(), pred_px.clone(), anc * stride.clone().reshape([1, a]), gt);
         let pred_px = pred_px.swap_dims(1, 2); // [B, A, 4]
         let pred_bboxes = pred_px / stride.clone(); // grid units
-        let target_scores_sum = asg.target_scores.clone().sum().clamp_min(1.0); // [1], on the device
+                                                    // Σ target_scores from the per-anchor sums ([B, A]) rather than the dense [B, A, C] tensor
+        let target_scores_sum = asg.target_score_sum.clone().sum().clamp_min(1.0); // [1], on the device
 
-        let cls = bce_with_logits(pred_scores, asg.target_scores.clone()).sum() / target_scores_sum.clone();
+        // BCE against one_hot(label)·score, summed in one pass over the logits' [B, C, A] layout
+        let cls = bce_onehot_sum(head.scores.clone(), asg.target_labels.clone(), asg.target_score_sum.clone())
+            / target_scores_sum.clone();
 
         // BboxLoss.forward: dense over anchors, background weighted by zero (no nonzero → no host sync).
         let fg = asg.fg_mask.clone().unsqueeze_dim::<3>(2); // [B, A, 1]
-        let weight = asg.target_scores.clone().sum_dim(2) * fg.clone(); // [B, A, 1]
+        let weight = asg.target_score_sum.clone().unsqueeze_dim::<3>(2) * fg.clone(); // [B, A, 1]
         let target_bboxes = asg.target_bboxes.clone() / stride.clone(); // grid units
 
         // background lanes get a harmless unit box so nothing non-finite enters the graph there

@@ -44,6 +44,9 @@ struct Args {
     /// Run the long shape (B16 H8 N4096 D64) before the PSA-like ones
     #[arg(long)]
     long_first: bool,
+    /// Batch sizes of the PSA-like shapes (N = 400, H ∈ {2, 4}, D ∈ {32, 64})
+    #[arg(long, value_delimiter = ',', default_value = "1,64")]
+    psa_batches: Vec<usize>,
 }
 
 fn parse_dtype(s: &str) -> DType {
@@ -170,7 +173,7 @@ where
     if args.long_first && !args.quick {
         shapes.push(long);
     }
-    for b in if args.quick { vec![1] } else { vec![1, 64] } {
+    for &b in if args.quick { &[1usize][..] } else { &args.psa_batches[..] } {
         for h in [2, 4] {
             for d in [32, 64] {
                 shapes.push(Shape { b, h, n: 400, d });
