@@ -230,7 +230,7 @@ where
 
     let vocab = config.model.vocab_size;
     let train_set = data::dataset(config.train_size, config.seq_len, vocab, config.seed);
-    let valid_set = data::dataset(config.valid_size, config.seq_len, vocab, config.seed ^ 0x5EED_0F_7A11D);
+    let valid_set = data::dataset(config.valid_size, config.seq_len, vocab, config.seed ^ 0x05EE_D0F7_A11D);
     let loader_train: Arc<dyn DataLoader<B, SequenceBatch<B>>> = DataLoaderBuilder::new(SequenceBatcher)
         .batch_size(config.batch_size)
         .shuffle(config.seed)

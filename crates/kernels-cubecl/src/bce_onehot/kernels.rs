@@ -41,7 +41,7 @@ fn target<F: Float, I: Int>(labels: &Tensor<I>, scores: &Tensor<F>, i: usize, nc
 
 /// `logits [B, C, A]`, `labels`, `scores [B, A]` → `partial [cubes]` (f32 sums).
 #[cube(launch_unchecked)]
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, clippy::assign_op_pattern)]
 pub fn bce_onehot_fwd_kernel<F: Float, I: Int>(
     logits: &Tensor<F>,
     labels: &Tensor<I>,

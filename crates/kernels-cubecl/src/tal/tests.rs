@@ -210,10 +210,10 @@ pub(crate) fn check_result(what: &str, s: &Scene, cfg: &TalConfig, idx: Vec<i64>
     eprintln!("{what}: {fg_count} fg anchors, norm rel err {e:.2e}");
 }
 
-fn upload_scene<B: Backend>(
-    s: &Scene,
-    device: &B::Device,
-) -> (Tensor<B, 3>, Tensor<B, 3>, Tensor<B, 2>, Tensor<B, 3>, Tensor<B, 2, Int>, Tensor<B, 2>) {
+/// `(logits, boxes, anchors, gt_boxes, gt_labels, gt_mask)` of a scene on a device.
+type SceneTensors<B> = (Tensor<B, 3>, Tensor<B, 3>, Tensor<B, 2>, Tensor<B, 3>, Tensor<B, 2, Int>, Tensor<B, 2>);
+
+fn upload_scene<B: Backend>(s: &Scene, device: &B::Device) -> SceneTensors<B> {
     let f3 = |v: &[f32], shape: [usize; 3]| Tensor::<B, 3>::from_data(TensorData::new(v.to_vec(), shape), device);
     let f2 = |v: &[f32], shape: [usize; 2]| Tensor::<B, 2>::from_data(TensorData::new(v.to_vec(), shape), device);
     (

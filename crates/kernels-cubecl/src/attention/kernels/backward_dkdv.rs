@@ -82,7 +82,7 @@ pub fn flash_bwd_dkdv_kernel<F: Float>(
     let mut lse_tile = SharedMemory::<f32>::new(block_m);
     let mut delta_tile = SharedMemory::<f32>::new(block_m);
 
-    let num_tiles = (nq + block_m - 1) / block_m;
+    let num_tiles = nq.div_ceil(block_m);
     for qt in 0..num_tiles {
         let i0 = qt * block_m;
         let mut iw = nq - i0;

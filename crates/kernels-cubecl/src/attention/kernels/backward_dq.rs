@@ -81,7 +81,7 @@ pub fn flash_bwd_dq_kernel<F: Float>(
     let mut k_tile = SharedMemory::<f32>::new(block_n * dk);
     let mut v_tile = SharedMemory::<f32>::new(block_n * dv);
 
-    let num_tiles = (nk + block_n - 1) / block_n;
+    let num_tiles = nk.div_ceil(block_n);
     for kt in 0..num_tiles {
         let j0 = kt * block_n;
         let mut jn = nk - j0;

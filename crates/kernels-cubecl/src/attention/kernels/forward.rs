@@ -82,7 +82,7 @@ pub fn flash_fwd_kernel<F: Float>(
     let mut m = f32::new(NEG_BIG);
     let mut l = f32::new(0.0);
 
-    let num_tiles = (nk + block_n - 1) / block_n;
+    let num_tiles = nk.div_ceil(block_n);
     for kt in 0..num_tiles {
         let j0 = kt * block_n;
         let mut jn = nk - j0;
