@@ -13,6 +13,7 @@ use burn::backend::Autodiff;
 use burn::prelude::*;
 use burn::tensor::{Distribution, TensorData};
 use clap::Parser;
+use kernels_cubecl::decode::{detect_decode, BoxFormat};
 use yolo26_bench::median_us;
 use yolo26_model::nn::head::HeadOutput;
 use yolo26_model::postprocess::Anchors;
@@ -86,8 +87,10 @@ where
     let a: usize = feats.iter().map(|[h, w]| h * w).sum();
     let budget = Duration::from_secs_f64(args.budget);
     let loss = E2ELoss::new(args.classes, 100, LossGains::default());
-    println!("| device | batch | anchors | classes | GT/image | E2ELoss forward ms | forward+backward ms |");
-    println!("|---|---|---|---|---|---|---|");
+    println!(
+        "| device | batch | anchors | classes | GT/image | E2ELoss forward ms | forward+backward ms | of which decode + assignment ms |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
     for &b in &args.batch {
         let anchors = Anchors::<B>::new(&feats, &dev);
         let gt = ground_truth::<B>(b, args.gt, args.imgsz, args.classes, &dev);
@@ -97,6 +100,21 @@ where
             || {
                 let out = loss.forward(&o2m, &o2o, &anchors, &gt);
                 let _ = out.total;
+                B::sync(&dev).expect("sync");
+            },
+            2,
+            3,
+            200,
+            budget,
+        );
+        // the part of the forward spent in box decoding and the two assignments (no loss terms)
+        let anc_px = anchors.grid.clone().narrow(0, 0, 2) * anchors.grid.clone().narrow(0, 2, 1);
+        let assign = median_us(
+            || {
+                for (h, branch) in [(&o2m, &loss.one2many), (&o2o, &loss.one2one)] {
+                    let px = detect_decode(h.boxes.clone(), anchors.grid.clone(), BoxFormat::Xyxy);
+                    let _ = branch.assigner.assign(h.scores.clone(), px, anc_px.clone(), &gt);
+                }
                 B::sync(&dev).expect("sync");
             },
             2,
@@ -136,12 +154,13 @@ where
             budget,
         );
         println!(
-            "| {} | {b} | {a} | {} | {} | {:.3} | {:.3} |",
+            "| {} | {b} | {a} | {} | {} | {:.3} | {:.3} | {:.3} |",
             args.device,
             args.classes,
             args.gt,
             fwd / 1e3,
-            fwd_bwd / 1e3
+            fwd_bwd / 1e3,
+            assign / 1e3
         );
     }
 }
