@@ -63,45 +63,18 @@ impl<B: Backend> Assignment<B> {
     }
 }
 
-/// ultralytics `TaskAlignedAssigner(topk, num_classes, alpha=0.5, beta=6.0, stride=[8,16,32], eps=1e-9, topk2)`.
+/// ultralytics `TaskAlignedAssigner(topk, num_classes, alpha=0.5, beta=6.0, stride=[8,16,32], eps=1e-9, topk2)`:
+/// the op's parameters ([`TalConfig`]: `topk`, `topk2`, `alpha`, `beta`, `eps`, STAL `stride_val`) and `C`.
 #[derive(Debug, Clone)]
 pub struct TaskAlignedAssigner {
-    pub topk: usize,
-    /// Second top-k per GT after conflict resolution (one2one: 1); equal to `topk` means off.
-    pub topk2: usize,
+    pub config: TalConfig,
     pub num_classes: usize,
-    pub alpha: f64,
-    pub beta: f64,
-    pub eps: f64,
-    /// STAL: GT sides shorter than this (pixels; ultralytics `stride[1]`) are enlarged to it for the centre test.
-    pub stride_val: f64,
 }
 
 impl TaskAlignedAssigner {
     /// `topk2 = None` means `topk` (ultralytics `topk2 or topk`).
     pub fn new(topk: usize, topk2: Option<usize>, num_classes: usize) -> Self {
-        let cfg = TalConfig::new(topk, topk2);
-        TaskAlignedAssigner {
-            topk,
-            topk2: cfg.topk2,
-            num_classes,
-            alpha: cfg.alpha,
-            beta: cfg.beta,
-            eps: cfg.eps,
-            stride_val: cfg.stride_val,
-        }
-    }
-
-    /// The op's parameters.
-    pub fn config(&self) -> TalConfig {
-        TalConfig {
-            topk: self.topk,
-            topk2: self.topk2,
-            alpha: self.alpha,
-            beta: self.beta,
-            eps: self.eps,
-            stride_val: self.stride_val,
-        }
+        TaskAlignedAssigner { config: TalConfig::new(topk, topk2), num_classes }
     }
 
     /// Assigns targets (inputs are detached here).
@@ -126,7 +99,7 @@ impl TaskAlignedAssigner {
             gt.bboxes.clone().detach(),
             gt.labels.clone(),
             gt.mask.clone().detach(),
-            self.config(),
+            self.config,
         );
         if g == 0 {
             return Assignment {

@@ -102,12 +102,13 @@ impl DetectionLoss {
         let (img_h, img_w) = (fh as f64 * s0, fw as f64 * s0);
 
         // bbox_decode (reg_max = 1: the raw distances are the LTRB) fused with the `* stride` of the assigner's
-        // input: xyxy pixels [B, A, 4]. The box loss works in grid units as ultralytics does (`/ stride`).
+        // input: xyxy pixels. The box loss works in grid units as ultralytics does (`/ stride`).
         let pred_px = detect_decode(head.boxes.clone(), anchors.grid.clone(), BoxFormat::Xyxy); // [B, 4, A]
         let asg = self.assigner.assign(head.scores.clone(), pred_px.clone(), anc * stride.clone().reshape([1, a]), gt);
         let pred_px = pred_px.swap_dims(1, 2); // [B, A, 4]
         let pred_bboxes = pred_px / stride.clone(); // grid units
-                                                    // Σ target_scores from the per-anchor sums ([B, A]) rather than the dense [B, A, C] tensor
+
+        // Σ target_scores from the per-anchor sums ([B, A]) rather than the dense [B, A, C] tensor
         let target_scores_sum = asg.target_score_sum.clone().sum().clamp_min(1.0); // [1], on the device
 
         // BCE against one_hot(label)·score, summed in one pass over the logits' [B, C, A] layout
@@ -116,7 +117,9 @@ impl DetectionLoss {
 
         // BboxLoss.forward: dense over anchors, background weighted by zero (no nonzero → no host sync).
         let fg = asg.fg_mask.clone().unsqueeze_dim::<3>(2); // [B, A, 1]
-        let weight = asg.target_score_sum.clone().unsqueeze_dim::<3>(2) * fg.clone(); // [B, A, 1]
+
+        // target_scores.sum(-1), already 0 on background anchors (ultralytics indexes it with fg_mask)
+        let weight = asg.target_score_sum.clone().unsqueeze_dim::<3>(2); // [B, A, 1]
         let target_bboxes = asg.target_bboxes.clone() / stride.clone(); // grid units
 
         // background lanes get a harmless unit box so nothing non-finite enters the graph there

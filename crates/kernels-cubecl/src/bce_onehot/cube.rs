@@ -21,7 +21,8 @@ where
         let dtype = logits.dtype;
         let logits = tight_as(logits, dtype);
         let scores = tight_as(scores, dtype);
-        let labels = tight_as(labels.clone(), labels.dtype);
+        let labels_dtype = labels.dtype;
+        let labels = tight_as(labels, labels_dtype);
         let n = logits.meta.shape().num_elements();
         let partial = empty(&logits, Shape::new([forward_split(n).1]), DType::F32);
         launch_bce_onehot_forward(&logits, &labels, &scores, &partial);
@@ -44,7 +45,8 @@ where
         let logits = tight_as(logits, dtype);
         let scores = tight_as(scores, dtype);
         let d_total = tight_as(d_total, dtype);
-        let labels = tight_as(labels.clone(), labels.dtype);
+        let labels_dtype = labels.dtype;
+        let labels = tight_as(labels, labels_dtype);
         let d_logits = empty(&logits, logits.meta.shape().clone(), dtype);
         launch_bce_onehot_backward(&logits, &labels, &scores, &d_total, &d_logits);
         d_logits

@@ -20,7 +20,7 @@ use cubecl::prelude::*;
 
 use burn_cubecl::{tensor::CubeTensor, CubeRuntime};
 
-use crate::bce::kernels::forward::log1p_unit;
+use crate::bce::kernels::{backward::stable_sigmoid, forward::log1p_unit};
 
 /// Units per cube.
 pub const UNITS: usize = 256;
@@ -104,12 +104,7 @@ pub fn bce_onehot_bwd_kernel<F: Float, I: Int>(
         let x = f32::cast_from(logits[i]);
         let t = target::<F, I>(labels, scores, i, num_classes as usize, num_anchors as usize);
         let g = f32::cast_from(d_total[0]);
-        let u = (-x.abs()).exp();
-        let mut sig = u / (f32::new(1.0) + u);
-        if x >= f32::new(0.0) {
-            sig = f32::new(1.0) / (f32::new(1.0) + u);
-        }
-        d_logits[i] = F::cast_from(g * (sig - t));
+        d_logits[i] = F::cast_from(g * (stable_sigmoid(x) - t));
     }
 }
 

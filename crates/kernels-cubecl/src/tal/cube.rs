@@ -61,7 +61,8 @@ pub fn assign<R: CubeRuntime>(
     let f32t = |t: CubeTensor<R>| tight_as(t, DType::F32);
     let (logits, boxes, anchors, gt_boxes, gt_mask) =
         (f32t(logits), f32t(boxes), f32t(anchors), f32t(gt_boxes), f32t(gt_mask));
-    let gt_labels = tight_as(gt_labels.clone(), gt_labels.dtype);
+    let labels_dtype = gt_labels.dtype;
+    let gt_labels = tight_as(gt_labels, labels_dtype);
     let bga = Shape::new([b, g, a]);
     let align = empty(&logits, bga.clone(), DType::F32);
     let overlaps = empty(&logits, bga.clone(), DType::F32);

@@ -6,7 +6,7 @@
 //!   layout; σ is applied inside), predicted boxes `[B, 4, A]` xyxy pixels, anchor centres `[2, A]` pixels,
 //!   GT boxes `[B, G, 4]` xyxy pixels, GT labels `[B, G]`, GT validity mask `[B, G]` (1.0 / 0.0).
 //!   Output [`TalAssignment`]: per anchor the GT slot, the foreground flag and the target-score magnitude.
-//! - [`TalBackend`]: the backend extension trait: five CubeCL kernel launches plus the top-k passes on
+//! - [`TalBackend`]: the backend extension trait: four CubeCL kernels plus the top-k passes on
 //!   `CubeBackend` (`kernels.rs`; no host round trip, no per-image loop), a custom op on `Fusion`, the inner
 //!   backend's op under `Autodiff` (outputs untracked), plain tensor ops elsewhere ([`reference_assign`]).
 //!

@@ -15,6 +15,18 @@ use burn_cubecl::{tensor::CubeTensor, CubeRuntime};
 
 use super::UNITS;
 
+/// `σ(x)` without overflow: `1/(1 + u)` for `x ≥ 0`, `u/(1 + u)` otherwise, `u = e^{−|x|}` (shared with the
+/// one-hot BCE backward).
+#[cube]
+pub fn stable_sigmoid(x: f32) -> f32 {
+    let u = (-x.abs()).exp();
+    let mut sig = u / (f32::new(1.0) + u);
+    if x >= f32::new(0.0) {
+        sig = f32::new(1.0) / (f32::new(1.0) + u);
+    }
+    sig
+}
+
 /// `logits`, `targets`, `d_loss` `[N]` → `d_logits [N]`.
 #[cube(launch_unchecked)]
 pub fn bce_bwd_kernel<F: Float>(
@@ -30,12 +42,7 @@ pub fn bce_bwd_kernel<F: Float>(
         let x = f32::cast_from(logits[i]);
         let t = f32::cast_from(targets[i]);
         let g = f32::cast_from(d_loss[i]);
-        let u = (-x.abs()).exp();
-        let mut sig = u / (f32::new(1.0) + u);
-        if x >= f32::new(0.0) {
-            sig = f32::new(1.0) / (f32::new(1.0) + u);
-        }
-        d_logits[i] = F::cast_from(g * (sig - t));
+        d_logits[i] = F::cast_from(g * (stable_sigmoid(x) - t));
     }
 }
 
