@@ -5,6 +5,7 @@
 //! trait's default methods, any other backend (plain tensor ops: the reference). See the crate README.
 
 pub mod attention;
+pub mod bbox_loss;
 pub mod bce;
 pub mod bce_onehot;
 pub mod ciou;

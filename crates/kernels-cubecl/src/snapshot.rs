@@ -27,8 +27,8 @@ use cubecl::{Compiler, WgpuCompilationOptions};
 use crate::attention::kernels::{backward_delta, backward_dkdv, backward_dq, forward};
 use crate::psa::kernels as psa;
 use crate::{
-    bce::kernels as bce, bce_onehot::kernels as bce_onehot, ciou::kernels as ciou, decode::kernels as decode,
-    tal::kernels as tal,
+    bbox_loss::kernels as bbox_loss, bce::kernels as bce, bce_onehot::kernels as bce_onehot, ciou::kernels as ciou,
+    decode::kernels as decode, tal::kernels as tal, topk::kernel as topk,
 };
 
 /// Source text of one kernel specialisation.
@@ -454,8 +454,8 @@ pub fn kernels() -> Vec<(&'static str, KernelDefinition)> {
                 (),
                 (),
                 (),
-                (),
                 bce_onehot::UNITS,
+                bce_onehot::PER_UNIT,
                 [f32_ty, i32_ty],
             )
             .define(),
@@ -499,7 +499,7 @@ pub fn kernels() -> Vec<(&'static str, KernelDefinition)> {
                 (),
                 (),
                 (),
-                i32_ty,
+                [f32_ty, i32_ty],
             )
             .define(),
         ),
@@ -555,6 +555,65 @@ pub fn kernels() -> Vec<(&'static str, KernelDefinition)> {
                 (),
                 (),
                 (),
+                true,
+                [f32_ty, i32_ty],
+            )
+            .define(),
+        ),
+        (
+            "bbox_loss_forward_f32",
+            bbox_loss::bbox_loss_fwd_kernel::BboxLossFwdKernel::<WgpuRuntime>::new(
+                settings(bbox_loss::UNITS),
+                c.clone(),
+                t(),
+                t(),
+                t(),
+                t(),
+                t(),
+                t(),
+                (),
+                (),
+                (),
+                (),
+                bbox_loss::UNITS,
+                bbox_loss::PER_UNIT,
+                [f32_ty, i32_ty],
+            )
+            .define(),
+        ),
+        (
+            "bbox_loss_backward_f32",
+            bbox_loss::bbox_loss_bwd_kernel::BboxLossBwdKernel::<WgpuRuntime>::new(
+                settings(bbox_loss::UNITS),
+                c.clone(),
+                t(),
+                t(),
+                t(),
+                t(),
+                t(),
+                t(),
+                t(),
+                (),
+                (),
+                (),
+                (),
+                [f32_ty, i32_ty],
+            )
+            .define(),
+        ),
+        (
+            "topk_small_k10_f32",
+            topk::topk_small_kernel::TopkSmallKernel::<WgpuRuntime>::new(
+                settings(topk::SMALL_UNITS),
+                c.clone(),
+                t(),
+                t(),
+                t(),
+                t(),
+                (),
+                (),
+                10,
+                topk::SMALL_UNITS,
                 true,
                 [f32_ty, i32_ty],
             )

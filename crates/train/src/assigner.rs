@@ -35,8 +35,8 @@ impl<B: Backend> GtBoxes<B> {
 pub struct Assignment<B: Backend> {
     /// `[B, A]` assigned class id (0 where background).
     pub target_labels: Tensor<B, 2, Int>,
-    /// `[B, A, 4]` xyxy pixels of the assigned GT (GT slot 0's box where background, zeros if `G == 0`).
-    pub target_bboxes: Tensor<B, 3>,
+    /// `[B, G, 4]` the ground-truth boxes the assignment indexes (see [`Assignment::target_bboxes`]).
+    pub gt_bboxes: Tensor<B, 3>,
     /// `[B, A]` the row sums of [`Assignment::target_scores`]: the normalised alignment metric where the
     /// label is in `[0, C)`, 0 for background. The dense `[B, A, C]` targets are this times `one_hot(label)`.
     pub target_score_sum: Tensor<B, 2>,
@@ -49,6 +49,17 @@ pub struct Assignment<B: Backend> {
 }
 
 impl<B: Backend> Assignment<B> {
+    /// `[B, A, 4]` xyxy pixels of the assigned GT (GT slot 0's box where background, zeros if `G == 0`):
+    /// ultralytics' `target_bboxes`, gathered on demand (the loss gathers inside its fused box op).
+    pub fn target_bboxes(&self) -> Tensor<B, 3> {
+        let [b, a] = self.target_gt_idx.dims();
+        if self.gt_bboxes.dims()[1] == 0 {
+            return Tensor::zeros([b, a, 4], &self.gt_bboxes.device());
+        }
+        let idx4 = self.target_gt_idx.clone().unsqueeze_dim::<3>(2).expand([b, a, 4]);
+        self.gt_bboxes.clone().gather(1, idx4)
+    }
+
     /// `[B, A, C]` ultralytics' `target_scores`: one-hot of the label × the normalised alignment metric (zero
     /// rows for background). Built on demand: the loss itself never materialises it ([`bce_onehot_sum`]).
     ///
@@ -104,22 +115,20 @@ impl TaskAlignedAssigner {
         if g == 0 {
             return Assignment {
                 target_labels: Tensor::zeros([b, a], &device),
-                target_bboxes: Tensor::zeros([b, a, 4], &device),
+                gt_bboxes: gt.bboxes.clone().detach(),
                 target_score_sum: tal.norm,
                 num_classes: c,
                 fg_mask: tal.fg,
                 target_gt_idx: tal.gt_idx,
             };
         }
-        // get_targets: gather the assigned GT's label and box; one-hot × normalised alignment
+        // get_targets: gather the assigned GT's label (the box on demand); one-hot × normalised alignment
         let target_labels = gt.labels.clone().gather(1, tal.gt_idx.clone()); // [B, A]
-        let idx4 = tal.gt_idx.clone().unsqueeze_dim::<3>(2).expand([b, a, 4]);
-        let target_bboxes = gt.bboxes.clone().detach().gather(1, idx4);
         let in_range = target_labels.clone().greater_equal_elem(0).bool_and(target_labels.clone().lower_elem(c as i64));
         let target_score_sum = tal.norm * in_range.float();
         Assignment {
             target_labels,
-            target_bboxes,
+            gt_bboxes: gt.bboxes.clone().detach(),
             target_score_sum,
             num_classes: c,
             fg_mask: tal.fg,

@@ -8,13 +8,15 @@
 //! already multiplied by its gain and by the batch size, as ultralytics returns it. Everything stays on the
 //! device (no host sync); gradients flow into the raw predictions only (the assigner sees detached copies).
 //!
-//! The element-wise work runs in the fused `kernels-cubecl` ops (each with its backward kernel on CubeCL
-//! backends, plain tensor ops elsewhere): `detect_decode` (LTRB → xyxy pixels), `task_aligned_assign`,
-//! `ciou_loss` and `bce_onehot_sum` (the class loss without the dense `[B, A, C]` targets).
+//! The work runs in the fused `kernels-cubecl` ops (each with its backward kernel on CubeCL backends, plain
+//! tensor ops elsewhere): `detect_decode` (LTRB → xyxy pixels for the assigner), `task_aligned_assign`,
+//! `bbox_loss_sums` (CIoU + L1 + Σ weights over the anchors, target boxes gathered by the assigned slot) and
+//! `bce_onehot_sum` (the class loss without the dense `[B, A, C]` targets). Per branch that is four custom
+//! ops and a few `[1]`-sized tensor ops.
 
 use burn::prelude::*;
+use kernels_cubecl::bbox_loss::bbox_loss_sums;
 use kernels_cubecl::bce_onehot::bce_onehot_sum;
-use kernels_cubecl::ciou::ciou_loss;
 use kernels_cubecl::decode::{detect_decode, BoxFormat};
 use yolo26_model::nn::head::HeadOutput;
 use yolo26_model::postprocess::Anchors;
@@ -93,61 +95,36 @@ impl DetectionLoss {
         gt: &GtBoxes<B>,
     ) -> (LossTerms<B>, Assignment<B>) {
         let [b, _, a] = head.boxes.dims();
-        let pred_dist = head.boxes.clone().swap_dims(1, 2); // [B, A, 4]
-        let anc = anchors.points.clone().reshape([2, a]); // [2, A] grid units
-        let stride = anchors.strides.clone().reshape([1, a, 1]); // [1, A, 1]
-        let anc3 = anc.clone().swap_dims(0, 1).unsqueeze_dim::<3>(0); // [1, A, 2]
         let [fh, fw] = anchors.feat_shapes[0];
         let s0 = yolo26_model::config::STRIDES[0] as f64;
         let (img_h, img_w) = (fh as f64 * s0, fw as f64 * s0);
 
         // bbox_decode (reg_max = 1: the raw distances are the LTRB) fused with the `* stride` of the assigner's
-        // input: xyxy pixels. The box loss works in grid units as ultralytics does (`/ stride`).
+        // input: xyxy pixels; the anchor centres in pixels for the candidate test.
         let pred_px = detect_decode(head.boxes.clone(), anchors.grid.clone(), BoxFormat::Xyxy); // [B, 4, A]
-        let asg = self.assigner.assign(head.scores.clone(), pred_px.clone(), anc * stride.clone().reshape([1, a]), gt);
-        let pred_px = pred_px.swap_dims(1, 2); // [B, A, 4]
-        let pred_bboxes = pred_px / stride.clone(); // grid units
+        let anc_px = anchors.grid.clone().narrow(0, 0, 2) * anchors.grid.clone().narrow(0, 2, 1); // [2, A]
+        let asg = self.assigner.assign(head.scores.clone(), pred_px, anc_px.reshape([2, a]), gt);
 
-        // Σ target_scores from the per-anchor sums ([B, A]) rather than the dense [B, A, C] tensor
-        let target_scores_sum = asg.target_score_sum.clone().sum().clamp_min(1.0); // [1], on the device
+        // BboxLoss.forward (CIoU in grid units + L1 on image-normalised LTRB), weighted by target_scores.sum(-1)
+        // (0 on background anchors), with Σ target_scores: one fused op → [box_sum, l1_sum, w_sum]
+        let sums = bbox_loss_sums(
+            head.boxes.clone(),
+            anchors.grid.clone(),
+            gt.bboxes.clone(),
+            asg.target_gt_idx.clone(),
+            asg.target_score_sum.clone(),
+            [img_w as f32, img_h as f32],
+        );
+        let target_scores_sum = sums.clone().narrow(0, 2, 1).clamp_min(1.0); // [1], on the device
 
         // BCE against one_hot(label)·score, summed in one pass over the logits' [B, C, A] layout
-        let cls = bce_onehot_sum(head.scores.clone(), asg.target_labels.clone(), asg.target_score_sum.clone())
-            / target_scores_sum.clone();
-
-        // BboxLoss.forward: dense over anchors, background weighted by zero (no nonzero → no host sync).
-        let fg = asg.fg_mask.clone().unsqueeze_dim::<3>(2); // [B, A, 1]
-
-        // target_scores.sum(-1), already 0 on background anchors (ultralytics indexes it with fg_mask)
-        let weight = asg.target_score_sum.clone().unsqueeze_dim::<3>(2); // [B, A, 1]
-        let target_bboxes = asg.target_bboxes.clone() / stride.clone(); // grid units
-
-        // background lanes get a harmless unit box so nothing non-finite enters the graph there
-        let bg = fg.clone().lower_elem(0.5).expand([b, a, 4]);
-        let unit = Tensor::<B, 1>::from_floats([0.0, 0.0, 1.0, 1.0], &fg.device()).reshape([1, 1, 4]).expand([b, a, 4]);
-        let iou_loss = ciou_loss(
-            pred_bboxes.mask_where(bg.clone(), unit.clone()).reshape([b * a, 4]),
-            target_bboxes.clone().mask_where(bg, unit).reshape([b * a, 4]),
-        )
-        .reshape([b, a, 1]);
-        let box_loss = (iou_loss * weight.clone()).sum() / target_scores_sum.clone();
-
-        // L1 on LTRB distances × stride, x by image width, y by image height
-        let norm = Tensor::<B, 1>::from_floats([img_w, img_h, img_w, img_h], &fg.device()).reshape([1, 1, 4]);
-        let target_ltrb = Tensor::cat(
-            vec![anc3.clone() - target_bboxes.clone().narrow(2, 0, 2), target_bboxes.narrow(2, 2, 2) - anc3],
-            2,
-        );
-        let target_ltrb = target_ltrb * stride.clone() / norm.clone();
-        let pred_ltrb = pred_dist * stride / norm;
-        let l1 = (pred_ltrb - target_ltrb).abs().mean_dim(2) * weight;
-        let l1_loss = l1.sum() / target_scores_sum;
+        let cls = bce_onehot_sum(head.scores.clone(), asg.target_labels.clone(), asg.target_score_sum.clone());
 
         let bs = b as f64;
         let terms = LossTerms {
-            box_loss: box_loss * (self.gains.box_gain * bs),
-            cls_loss: cls * (self.gains.cls_gain * bs),
-            l1_loss: l1_loss * (self.gains.l1_gain * bs),
+            box_loss: sums.clone().narrow(0, 0, 1) * (self.gains.box_gain * bs) / target_scores_sum.clone(),
+            cls_loss: cls * (self.gains.cls_gain * bs) / target_scores_sum.clone(),
+            l1_loss: sums.narrow(0, 1, 1) * (self.gains.l1_gain * bs) / target_scores_sum,
         };
         (terms, asg)
     }

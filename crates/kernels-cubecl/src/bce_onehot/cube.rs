@@ -1,4 +1,5 @@
 //! [`BceOneHotBackend`] for [`CubeBackend`]: block sums then a Burn `sum` of the partials; elementwise backward.
+//! The logits are read in place with their strides (no contiguous copy of the largest tensor of the loss).
 use burn::tensor::{DType, Shape, Tensor, TensorPrimitive};
 use burn_cubecl::{tensor::CubeTensor, BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement};
 
@@ -19,14 +20,14 @@ where
         }
         check_shapes(logits.meta.shape(), labels.meta.shape(), scores.meta.shape());
         let dtype = logits.dtype;
-        let logits = tight_as(logits, dtype);
         let scores = tight_as(scores, dtype);
         let labels_dtype = labels.dtype;
         let labels = tight_as(labels, labels_dtype);
-        let n = logits.meta.shape().num_elements();
-        let partial = empty(&logits, Shape::new([forward_split(n).1]), DType::F32);
+        let [b, c, a] = logits.meta.shape().dims::<3>();
+        let (rows, chunks) = forward_split(b, c, a);
+        let partial = empty(&logits, Shape::new([rows, chunks]), DType::F32);
         launch_bce_onehot_forward(&logits, &labels, &scores, &partial);
-        let total = Tensor::<Self, 1>::from_primitive(TensorPrimitive::Float(partial)).sum();
+        let total = Tensor::<Self, 2>::from_primitive(TensorPrimitive::Float(partial)).sum();
         let total = if dtype == DType::F32 { total } else { total.cast(crate::dtype::float_dtype(dtype)) };
         total.into_primitive().tensor()
     }
@@ -42,7 +43,6 @@ where
         }
         check_shapes(logits.meta.shape(), labels.meta.shape(), scores.meta.shape());
         let dtype = logits.dtype;
-        let logits = tight_as(logits, dtype);
         let scores = tight_as(scores, dtype);
         let d_total = tight_as(d_total, dtype);
         let labels_dtype = labels.dtype;

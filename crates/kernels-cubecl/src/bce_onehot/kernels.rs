@@ -13,11 +13,17 @@
 //!
 //! # Work split
 //!
-//! Forward: cube `i` sums `units·per_unit` consecutive elements (unit `u` takes elements `u, u + units, …`:
-//! coalesced), tree reduction in shared memory, one f32 partial per cube; the host sums the partials.
-//! Backward: one unit per element. Tensors contiguous; `x` in its `[B, C, A]` layout (the detection head's).
+//! Rows `r = b·C + c` of the logits are spread over the grid's y (and z, past 65 535 rows) axes; along x a
+//! cube covers `units·PER_UNIT` consecutive anchors of its row (coalesced: unit `u` takes anchors
+//! `u, u + units, …`). No per-element division: `(b, c)` come from the row once per cube.
+//! Forward: tree reduction in shared memory, one f32 partial per cube (`[rows, chunks]`); the host sums the
+//! partials. Backward: one unit per element.
+//!
+//! Layouts: the logits may be strided (the head's output, or a CUDA tensor with pitched rows: read in place,
+//! no copy); labels, scores and `d_logits` are contiguous.
 use cubecl::prelude::*;
 
+use burn::tensor::DType;
 use burn_cubecl::{tensor::CubeTensor, CubeRuntime};
 
 use crate::bce::kernels::{backward::stable_sigmoid, forward::log1p_unit};
@@ -25,21 +31,27 @@ use crate::bce::kernels::{backward::stable_sigmoid, forward::log1p_unit};
 /// Units per cube.
 pub const UNITS: usize = 256;
 
-/// Target of element `i` (`[B, C, A]` flat index).
+/// Anchors per unit in the forward.
+pub const PER_UNIT: usize = 8;
+
+/// Largest grid y extent (CUDA's limit); more rows go to z.
+const MAX_Y: usize = 65_535;
+
+/// `(row, b, c)` of this cube; `row ≥ rows` for the padding cubes of the z split.
 #[cube]
-fn target<F: Float, I: Int>(labels: &Tensor<I>, scores: &Tensor<F>, i: usize, nc: usize, na: usize) -> f32 {
-    let a = i % na;
-    let bc = i / na;
-    let c = bc % nc;
-    let ba = (bc / nc) * na + a;
-    let mut t = f32::new(0.0);
-    if i32::cast_from(labels[ba]) == c as i32 {
-        t = f32::cast_from(scores[ba]);
-    }
-    t
+fn cube_row(num_classes: u32) -> (usize, usize, usize) {
+    let row = CUBE_POS_Z as usize * CUBE_COUNT_Y as usize + CUBE_POS_Y as usize;
+    let nc = num_classes as usize;
+    (row, row / nc, row % nc)
 }
 
-/// `logits [B, C, A]`, `labels`, `scores [B, A]` → `partial [cubes]` (f32 sums).
+/// `(offset of logits[b, c, 0], stride of the anchor axis)`.
+#[cube]
+fn row_base<F: Float>(logits: &Tensor<F>, b: usize, c: usize) -> (usize, usize) {
+    (b * logits.stride(0) + c * logits.stride(1), logits.stride(2))
+}
+
+/// `logits [B, C, A]` (strided), `labels`, `scores [B, A]` → `partial [B·C, chunks]` (f32 sums).
 #[cube(launch_unchecked)]
 #[allow(clippy::too_many_arguments, clippy::assign_op_pattern)]
 pub fn bce_onehot_fwd_kernel<F: Float, I: Int>(
@@ -47,26 +59,31 @@ pub fn bce_onehot_fwd_kernel<F: Float, I: Int>(
     labels: &Tensor<I>,
     scores: &Tensor<F>,
     partial: &mut Tensor<f32>,
-    n: u32,
+    rows: u32,
     num_classes: u32,
     num_anchors: u32,
-    per_unit: u32,
     #[comptime] units: usize,
+    #[comptime] per_unit: usize,
     #[define(F, I)] _dtypes: [StorageType; 2],
 ) {
     let tid = UNIT_POS_X as usize;
-    let cube = CUBE_POS_X as usize;
-    let n = n as usize;
-    let per_unit = per_unit as usize;
-    let base = cube * units * per_unit;
+    let (row, b, c) = cube_row(num_classes);
+    let na = num_anchors as usize;
     let mut acc = f32::new(0.0);
-    for k in 0..per_unit {
-        let i = base + k * units + tid;
-        if i < n {
-            let x = f32::cast_from(logits[i]);
-            let t = target::<F, I>(labels, scores, i, num_classes as usize, num_anchors as usize);
-            let u = (-x.abs()).exp();
-            acc = acc + (max(x, f32::new(0.0)) - x * t + log1p_unit(u));
+    if row < rows as usize {
+        let (base, sa) = row_base::<F>(logits, b, c);
+        let first = CUBE_POS_X as usize * units * per_unit;
+        for k in 0..per_unit {
+            let a = first + k * units + tid;
+            if a < na {
+                let x = f32::cast_from(logits[base + a * sa]);
+                let mut t = f32::new(0.0);
+                if i32::cast_from(labels[b * na + a]) == c as i32 {
+                    t = f32::cast_from(scores[b * na + a]);
+                }
+                let u = (-x.abs()).exp();
+                acc = acc + (max(x, f32::new(0.0)) - x * t + log1p_unit(u));
+            }
         }
     }
     let mut s = SharedMemory::<f32>::new(units);
@@ -80,12 +97,12 @@ pub fn bce_onehot_fwd_kernel<F: Float, I: Int>(
         sync_cube();
         half /= 2;
     }
-    if tid == 0 {
-        partial[cube] = s[0];
+    if tid == 0 && row < rows as usize {
+        partial[row * CUBE_COUNT_X as usize + CUBE_POS_X as usize] = s[0];
     }
 }
 
-/// `logits [B, C, A]`, `labels`, `scores [B, A]`, `d_total [1]` → `d_logits [B, C, A]`.
+/// `logits [B, C, A]` (strided), `labels`, `scores [B, A]`, `d_total [1]` → `d_logits [B, C, A]` (contiguous).
 #[cube(launch_unchecked)]
 #[allow(clippy::too_many_arguments)]
 pub fn bce_onehot_bwd_kernel<F: Float, I: Int>(
@@ -94,24 +111,35 @@ pub fn bce_onehot_bwd_kernel<F: Float, I: Int>(
     scores: &Tensor<F>,
     d_total: &Tensor<F>,
     d_logits: &mut Tensor<F>,
-    n: u32,
+    rows: u32,
     num_classes: u32,
     num_anchors: u32,
     #[define(F, I)] _dtypes: [StorageType; 2],
 ) {
-    let i = ABSOLUTE_POS;
-    if i < n as usize {
-        let x = f32::cast_from(logits[i]);
-        let t = target::<F, I>(labels, scores, i, num_classes as usize, num_anchors as usize);
+    let (row, b, c) = cube_row(num_classes);
+    let na = num_anchors as usize;
+    let a = CUBE_POS_X as usize * CUBE_DIM_X as usize + UNIT_POS_X as usize;
+    if row < rows as usize && a < na {
+        let (base, sa) = row_base::<F>(logits, b, c);
+        let x = f32::cast_from(logits[base + a * sa]);
+        let mut t = f32::new(0.0);
+        if i32::cast_from(labels[b * na + a]) == c as i32 {
+            t = f32::cast_from(scores[b * na + a]);
+        }
         let g = f32::cast_from(d_total[0]);
-        d_logits[i] = F::cast_from(g * (stable_sigmoid(x) - t));
+        d_logits[row * na + a] = F::cast_from(g * (stable_sigmoid(x) - t));
     }
 }
 
-/// Elements per unit and number of cubes of the forward for `n` elements (grid x ≤ 65 535).
-pub fn forward_split(n: usize) -> (usize, usize) {
-    let per_unit = n.div_ceil(UNITS * 65_535).max(16);
-    (per_unit, n.div_ceil(UNITS * per_unit).max(1))
+/// Grid `(x, y, z)` for `rows` rows of `x` cubes each.
+fn grid(x: usize, rows: usize) -> CubeCount {
+    let y = rows.clamp(1, MAX_Y);
+    CubeCount::Static(x as u32, y as u32, rows.div_ceil(y).max(1) as u32)
+}
+
+/// Number of forward partials (`rows · chunks`, f32) for logits `[B, C, A]`: `(B·C, ⌈A / (units·PER_UNIT)⌉)`.
+pub fn forward_split(b: usize, c: usize, a: usize) -> (usize, usize) {
+    (b * c, a.div_ceil(UNITS * PER_UNIT).max(1))
 }
 
 fn check<R: CubeRuntime>(
@@ -127,39 +155,46 @@ fn check<R: CubeRuntime>(
     [b, c, a]
 }
 
-/// Launches [`bce_onehot_fwd_kernel`] into `partial` (f32, `[forward_split(n).1]`, every element written).
+/// Launches [`bce_onehot_fwd_kernel`] into `partial` (f32, contiguous `[rows, chunks]` of [`forward_split`],
+/// every element written). `logits` may be strided; `labels`, `scores` contiguous.
 pub fn launch_bce_onehot_forward<R: CubeRuntime>(
     logits: &CubeTensor<R>,
     labels: &CubeTensor<R>,
     scores: &CubeTensor<R>,
     partial: &CubeTensor<R>,
 ) {
-    crate::attention::kernels::assert_tight("launch_bce_onehot_forward", &[logits, labels, scores, partial]);
+    crate::attention::kernels::assert_tight("launch_bce_onehot_forward", &[labels, scores, partial]);
     let [b, c, a] = check("launch_bce_onehot_forward", logits, labels, scores);
-    let n = b * c * a;
-    let (per_unit, cubes) = forward_split(n);
-    assert_eq!(partial.meta.shape().dims::<1>(), [cubes], "launch_bce_onehot_forward: partial");
-    // SAFETY: every element index is checked against `n`; labels/scores are read at `[b, a]` < `B·A`.
+    let (rows, chunks) = forward_split(b, c, a);
+    assert_eq!(partial.meta.shape().dims::<2>(), [rows, chunks], "launch_bce_onehot_forward: partial");
+    assert_eq!(partial.dtype, DType::F32, "launch_bce_onehot_forward: partial dtype");
+    if rows * a == 0 {
+        return;
+    }
+    // SAFETY: rows are checked against `B·C` and anchors against `A`; logits are read through their own
+    // strides at `(b, c, a)` inside the shape; labels/scores at `b·A + a < B·A`; partials at
+    // `row·chunks + x < rows·chunks`.
     unsafe {
         bce_onehot_fwd_kernel::launch_unchecked::<R>(
             &logits.client,
-            CubeCount::Static(cubes as u32, 1, 1),
+            grid(chunks, rows),
             CubeDim::new_1d(UNITS as u32),
             logits.clone().into_tensor_arg(),
             labels.clone().into_tensor_arg(),
             scores.clone().into_tensor_arg(),
             partial.clone().into_tensor_arg(),
-            n as u32,
+            rows as u32,
             c as u32,
             a as u32,
-            per_unit as u32,
             UNITS,
+            PER_UNIT,
             [logits.dtype.into(), labels.dtype.into()],
         )
     }
 }
 
-/// Launches [`bce_onehot_bwd_kernel`] into `d_logits` (`[B, C, A]`, logits' dtype, every element written).
+/// Launches [`bce_onehot_bwd_kernel`] into `d_logits` (contiguous `[B, C, A]`, logits' dtype, every element
+/// written). `logits` may be strided; the other tensors contiguous.
 pub fn launch_bce_onehot_backward<R: CubeRuntime>(
     logits: &CubeTensor<R>,
     labels: &CubeTensor<R>,
@@ -167,25 +202,27 @@ pub fn launch_bce_onehot_backward<R: CubeRuntime>(
     d_total: &CubeTensor<R>,
     d_logits: &CubeTensor<R>,
 ) {
-    crate::attention::kernels::assert_tight("launch_bce_onehot_backward", &[logits, labels, scores, d_total, d_logits]);
+    crate::attention::kernels::assert_tight("launch_bce_onehot_backward", &[labels, scores, d_total, d_logits]);
     let [b, c, a] = check("launch_bce_onehot_backward", logits, labels, scores);
     assert_eq!(d_logits.meta.shape().dims::<3>(), [b, c, a], "launch_bce_onehot_backward: d_logits");
     assert_eq!(d_total.meta.shape().num_elements(), 1, "launch_bce_onehot_backward: d_total");
-    let n = b * c * a;
-    let cube_dim = CubeDim::new_1d(UNITS as u32);
-    let count = cubecl::calculate_cube_count_elemwise(&logits.client, n, cube_dim);
-    // SAFETY: `i < n`; labels/scores read at `[b, a]` < `B·A`; `d_total` has one element.
+    let rows = b * c;
+    if rows * a == 0 {
+        return;
+    }
+    // SAFETY: rows are checked against `B·C` and anchors against `A`; logits are read through their own
+    // strides inside the shape; `d_logits` written at `row·A + a < B·C·A`; `d_total` has one element.
     unsafe {
         bce_onehot_bwd_kernel::launch_unchecked::<R>(
             &logits.client,
-            count,
-            cube_dim,
+            grid(a.div_ceil(UNITS), rows),
+            CubeDim::new_1d(UNITS as u32),
             logits.clone().into_tensor_arg(),
             labels.clone().into_tensor_arg(),
             scores.clone().into_tensor_arg(),
             d_total.clone().into_tensor_arg(),
             d_logits.clone().into_tensor_arg(),
-            n as u32,
+            rows as u32,
             c as u32,
             a as u32,
             [logits.dtype.into(), labels.dtype.into()],

@@ -66,14 +66,29 @@ fn inputs<B: burn::tensor::backend::Backend>(
     )
 }
 
-/// Value on `B` (no autodiff).
+/// The logits of `k` as a strided `[B, C, A]` view of a `[B, A, C]` tensor (anchor stride `C`).
+fn transposed_logits<B: burn::tensor::backend::Backend>(k: &Case, dev: &B::Device) -> Tensor<B, 3> {
+    let mut bac = vec![0.0f32; k.logits.len()];
+    for b in 0..k.b {
+        for c in 0..k.c {
+            for a in 0..k.a {
+                bac[(b * k.a + a) * k.c + c] = k.logits[(b * k.c + c) * k.a + a];
+            }
+        }
+    }
+    Tensor::<B, 3>::from_data(TensorData::new(bac, [k.b, k.a, k.c]), dev).swap_dims(1, 2)
+}
+
+/// Value on `B` (no autodiff), from contiguous and from strided logits.
 pub(crate) fn check_value<B: BceOneHotBackend>(dev: &B::Device, seed: u64) {
     for (b, c, a) in [(2, 5, 37), (3, 80, 300)] {
         let k = case(seed + a as u64, b, c, a);
         let (want, _) = host(&k);
         let (x, l, s) = inputs::<B>(&k, dev);
-        let got = to_vec(bce_onehot_sum(x, l, s));
+        let got = to_vec(bce_onehot_sum(x, l.clone(), s.clone()));
         assert_close(&format!("{} sum {b}x{c}x{a}", B::name(dev)), &got, &[want], 1e-5);
+        let got = to_vec(bce_onehot_sum(transposed_logits::<B>(&k, dev), l, s));
+        assert_close(&format!("{} sum {b}x{c}x{a} strided", B::name(dev)), &got, &[want], 1e-5);
     }
 }
 
@@ -118,20 +133,27 @@ pub(crate) mod cube {
     use super::*;
     use crate::bce_onehot::cube::raw;
 
-    /// Raw launches into NaN-poisoned outputs; the partial sums must cover every element.
+    /// Raw launches into NaN-poisoned outputs; the partial sums must cover every element. The second
+    /// shape reads strided logits (a transposed view).
     pub(crate) fn check_kernels<R: CubeRuntime, BT: BoolElement>(dev: &R::Device, seed: u64) {
         for (b, c, a) in [(2, 5, 37), (2, 80, 8400)] {
             let k = case(seed + a as u64, b, c, a);
             let (want, want_g) = host(&k);
-            let x = upload::<R, BT, 3>(&k.logits, [b, c, a], DType::F32, dev);
+            let x = if a == 37 {
+                upload::<R, BT, 3>(&k.logits, [b, c, a], DType::F32, dev)
+            } else {
+                let x: CubeTensor<R> = transposed_logits::<Cb<R, BT>>(&k, dev).into_primitive().tensor();
+                assert!(!x.is_contiguous(), "the strided case must not be contiguous");
+                x
+            };
             let s = upload::<R, BT, 2>(&k.scores, [b, a], DType::F32, dev);
             let l: CubeTensor<R> =
                 Tensor::<Cb<R, BT>, 2, Int>::from_data(TensorData::new(k.labels.clone(), [b, a]), dev).into_primitive();
             let l = burn_cubecl::kernel::into_contiguous(l);
-            let (_, cubes) = raw::forward_split(b * c * a);
-            let partial = poisoned::<R, BT, 1>([cubes], DType::F32, dev);
+            let (rows, cubes) = raw::forward_split(b, c, a);
+            let partial = poisoned::<R, BT, 2>([rows, cubes], DType::F32, dev);
             raw::launch_bce_onehot_forward(&x, &l, &s, &partial);
-            let parts = download::<R, BT, 1>(partial);
+            let parts = download::<R, BT, 2>(partial);
             assert!(parts.iter().all(|v| v.is_finite()), "partial sums: unwritten entries");
             let sum: f64 = parts.iter().map(|&v| v as f64).sum();
             assert_close(&format!("kernel sum {b}x{c}x{a} ({cubes} cubes)"), &[sum as f32], &[want], 1e-5);

@@ -59,8 +59,8 @@ pub fn assign<R: CubeRuntime>(
     let chunk = chunk_for(cfg.topk).expect("tal kernels: topk too large for the top-k kernel");
     let out_dtype = logits.dtype;
     let f32t = |t: CubeTensor<R>| tight_as(t, DType::F32);
-    let (logits, boxes, anchors, gt_boxes, gt_mask) =
-        (f32t(logits), f32t(boxes), f32t(anchors), f32t(gt_boxes), f32t(gt_mask));
+    // the logits (the largest input, often pitched or strided) are read in place
+    let (boxes, anchors, gt_boxes, gt_mask) = (f32t(boxes), f32t(anchors), f32t(gt_boxes), f32t(gt_mask));
     let labels_dtype = gt_labels.dtype;
     let gt_labels = tight_as(gt_labels, labels_dtype);
     let bga = Shape::new([b, g, a]);

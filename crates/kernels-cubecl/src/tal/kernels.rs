@@ -28,7 +28,7 @@
 //!   `max t`, `max ov` and (one2one) kept anchor.
 //! - [`tal_targets_kernel`]: one unit per `(b, a)` → `gt_idx`, `fg`, `norm`.
 //!
-//! Arithmetic in f32; all tensors contiguous.
+//! Arithmetic in f32; all tensors contiguous except the logits (read in place through their strides).
 use cubecl::prelude::*;
 
 use burn_cubecl::{tensor::CubeTensor, CubeRuntime};
@@ -41,12 +41,13 @@ pub(crate) const UNITS: u32 = 256;
 /// Owner value of an anchor that no GT claims.
 pub(crate) const NO_OWNER: u32 = u32::MAX;
 
-/// `logits [B, C, A]`, `boxes [B, 4, A]` (xyxy px), `anchors [2, A]` (px), `gt_boxes [B, G, 4]`,
-/// `gt_labels [B, G]` (int `I`), `gt_mask [B, G]` → `align`, `overlaps` (f32) and `cand` (u32 0/1), `[B, G, A]`.
+/// `logits [B, C, A]` (float `F`, any strides: read in place), `boxes [B, 4, A]` (xyxy px), `anchors [2, A]`
+/// (px), `gt_boxes [B, G, 4]`, `gt_labels [B, G]` (int `I`), `gt_mask [B, G]` → `align`, `overlaps` (f32) and
+/// `cand` (u32 0/1), `[B, G, A]`.
 #[cube(launch_unchecked)]
 #[allow(clippy::too_many_arguments)]
-pub fn tal_metrics_kernel<I: Int>(
-    logits: &Tensor<f32>,
+pub fn tal_metrics_kernel<F: Float, I: Int>(
+    logits: &Tensor<F>,
     boxes: &Tensor<f32>,
     anchors: &Tensor<f32>,
     gt_boxes: &Tensor<f32>,
@@ -63,7 +64,7 @@ pub fn tal_metrics_kernel<I: Int>(
     beta: f32,
     eps: f32,
     stride_val: f32,
-    #[define(I)] _dtype: StorageType,
+    #[define(F, I)] _dtypes: [StorageType; 2],
 ) {
     let i = ABSOLUTE_POS;
     if i < total as usize {
@@ -104,7 +105,8 @@ pub fn tal_metrics_kernel<I: Int>(
             c = 1u32;
             let mut label = i32::cast_from(gt_labels[bg]);
             label = clamp(label, 0i32, num_classes as i32 - 1i32);
-            let logit = logits[(b * num_classes as usize + label as usize) * na + a];
+            let logit =
+                f32::cast_from(logits[b * logits.stride(0) + label as usize * logits.stride(1) + a * logits.stride(2)]);
             let s = f32::new(1.0) / (f32::new(1.0) + (-logit).exp());
             let pb = b * 4 * na + a;
             let (ciou, _alpha) =
@@ -320,8 +322,9 @@ fn elemwise_count<R: CubeRuntime>(t: &CubeTensor<R>, n: usize) -> (CubeCount, Cu
 }
 
 /// Launches [`tal_metrics_kernel`]. Shapes: `logits [B, C, A]`, `boxes [B, 4, A]`, `anchors [2, A]`,
-/// `gt_boxes [B, G, 4]`, `gt_labels`, `gt_mask [B, G]`; outputs `[B, G, A]`. All f32 but `gt_labels`
-/// (any int dtype) and `cand` (u32); all contiguous; every output element is written.
+/// `gt_boxes [B, G, 4]`, `gt_labels`, `gt_mask [B, G]`; outputs `[B, G, A]`. All f32 but `logits` (any float
+/// dtype, any strides), `gt_labels` (any int dtype) and `cand` (u32); all but `logits` contiguous; every output
+/// element is written.
 #[allow(clippy::too_many_arguments)]
 pub fn launch_tal_metrics<R: CubeRuntime>(
     logits: &CubeTensor<R>,
@@ -337,7 +340,7 @@ pub fn launch_tal_metrics<R: CubeRuntime>(
 ) {
     crate::attention::kernels::assert_tight(
         "launch_tal_metrics",
-        &[logits, boxes, anchors, gt_boxes, gt_labels, gt_mask, align, overlaps, cand],
+        &[boxes, anchors, gt_boxes, gt_labels, gt_mask, align, overlaps, cand],
     );
     let [b, c, a] = logits.meta.shape().dims::<3>();
     let g = gt_boxes.meta.shape()[1];
@@ -378,7 +381,7 @@ pub fn launch_tal_metrics<R: CubeRuntime>(
             cfg.beta as f32,
             cfg.eps as f32,
             cfg.stride_val as f32,
-            gt_labels.dtype.into(),
+            [logits.dtype.into(), gt_labels.dtype.into()],
         )
     }
 }

@@ -226,11 +226,26 @@ fn upload_scene<B: Backend>(s: &Scene, device: &B::Device) -> SceneTensors<B> {
     )
 }
 
-/// The `Tensor`-level op on backend `B` against the host result, both configurations.
+/// The scene's logits as a strided `[B, C, A]` view of a `[B, A, C]` tensor.
+fn strided_logits<B: Backend>(s: &Scene, device: &B::Device) -> Tensor<B, 3> {
+    let mut bac = vec![0.0f32; s.logits.len()];
+    for b in 0..s.b {
+        for c in 0..s.c {
+            for a in 0..s.a {
+                bac[(b * s.a + a) * s.c + c] = s.logits[(b * s.c + c) * s.a + a];
+            }
+        }
+    }
+    Tensor::<B, 3>::from_data(TensorData::new(bac, [s.b, s.a, s.c]), device).swap_dims(1, 2)
+}
+
+/// The `Tensor`-level op on backend `B` against the host result, both configurations (the second one with
+/// strided logits).
 pub(crate) fn check_op<B: TalBackend>(device: &B::Device, seed: u64, b: usize) {
     let s = scene(seed, b);
-    for cfg in configs() {
+    for (i, cfg) in configs().into_iter().enumerate() {
         let (logits, boxes, anchors, gt, labels, mask) = upload_scene::<B>(&s, device);
+        let logits = if i == 1 { strided_logits::<B>(&s, device) } else { logits };
         let out = task_aligned_assign(logits, boxes, anchors, gt, labels, mask, cfg);
         let idx = out.gt_idx.into_data().convert::<i64>().to_vec::<i64>().unwrap();
         check_result(

@@ -1,12 +1,12 @@
-//! [`TopKBackend`] for [`CubeBackend`]: runs the chunked bitonic passes of `kernel.rs` until one chunk
-//! per row is left.
+//! [`TopKBackend`] for [`CubeBackend`]: runs the passes of `kernel.rs` (bitonic chunks, or register lists
+//! for `k ≤ 16`) until one chunk per row is left.
 use burn::tensor::{DType, IntDType, Shape};
 use burn_cubecl::{
     kernel::into_contiguous, ops::numeric::empty_device_contiguous_dtype, tensor::CubeTensor, BoolElement, CubeBackend,
     CubeRuntime, FloatElement, IntElement,
 };
 
-use super::kernel::{chunk_for, launch_pass};
+use super::kernel::{chunk_for, launch_pass, launch_small_pass, small_per_unit, SMALL_K, SMALL_UNITS};
 use super::{reference_topk, TopKBackend};
 
 impl<R, F, I, BT> TopKBackend for CubeBackend<R, F, I, BT>
@@ -24,7 +24,8 @@ where
     }
 }
 
-/// Kernel top-k of `x: [rows, n]` with chunks of `chunk` entries; indices of dtype `int_dtype`.
+/// Kernel top-k of `x: [rows, n]` with chunks of `chunk` entries (bitonic passes), or, for `k ≤ SMALL_K`,
+/// the register-list passes of [`super::kernel::topk_small_kernel`]; indices of dtype `int_dtype`.
 pub fn topk<R: CubeRuntime>(
     x: CubeTensor<R>,
     k: usize,
@@ -42,10 +43,16 @@ pub fn topk<R: CubeRuntime>(
     let mut has_indices = false;
     let mut len = n;
     loop {
-        let chunks = len.div_ceil(chunk);
+        let small = k <= SMALL_K;
+        let per_unit = small_per_unit(rows, len);
+        let chunks = if small { len.div_ceil(SMALL_UNITS * per_unit) } else { len.div_ceil(chunk) };
         let out_values = empty([rows, chunks * k], values.dtype);
         let out_indices = empty([rows, chunks * k], int_dtype);
-        launch_pass(&values, &indices, has_indices, &out_values, &out_indices, k, chunk);
+        if small {
+            launch_small_pass(&values, &indices, has_indices, &out_values, &out_indices, k, per_unit);
+        } else {
+            launch_pass(&values, &indices, has_indices, &out_values, &out_indices, k, chunk);
+        }
         values = out_values;
         indices = out_indices;
         has_indices = true;

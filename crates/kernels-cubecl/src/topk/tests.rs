@@ -36,10 +36,19 @@ fn run<B: TopKBackend>(x: &[f32], rows: usize, n: usize, k: usize, dev: &B::Devi
 /// Distinct random values: the result must equal the host sort exactly (values and indices).
 fn check_random<B: TopKBackend>(dev: &B::Device, seed: u64, exact_ties: bool) {
     let mut rng = Rng::new(seed);
-    // (rows, n, k): one chunk, several chunks and passes, k = n, k = 1, n not a power of two, YOLO's 300.
-    for (rows, n, k) in
-        [(1, 10, 3), (3, 257, 1), (2, 700, 64), (2, 1000, 1000), (1, 8400, 300), (2, 5000, 7), (4, 129, 129)]
-    {
+    // (rows, n, k): one chunk, several chunks and passes, k = n, k = 1, n not a power of two, YOLO's 300;
+    // k ≤ 16 runs the register-list kernel (few rows: chunks of 2048; ≥ 128 rows: one chunk per row).
+    for (rows, n, k) in [
+        (1, 10, 3),
+        (3, 257, 1),
+        (2, 700, 64),
+        (2, 1000, 1000),
+        (1, 8400, 300),
+        (2, 5000, 7),
+        (4, 129, 129),
+        (130, 3000, 10),
+        (2, 16, 16),
+    ] {
         let x = rng.uniform(rows * n, 4.0);
         let (ev, ei) = host_topk(&x, rows, n, k);
         let (v, i) = run::<B>(&x, rows, n, k, dev);
@@ -48,12 +57,13 @@ fn check_random<B: TopKBackend>(dev: &B::Device, seed: u64, exact_ties: bool) {
     }
     if exact_ties {
         // Heavy ties (8 distinct values): the kernel's order is value desc, then index asc.
-        let (rows, n, k) = (2, 3000, 500);
-        let x: Vec<f32> = rng.uniform(rows * n, 4.0).iter().map(|v| v.round()).collect();
-        let (ev, ei) = host_topk(&x, rows, n, k);
-        let (v, i) = run::<B>(&x, rows, n, k, dev);
-        assert_eq!(v, ev, "tied values");
-        assert_eq!(i, ei, "tied indices");
+        for (rows, n, k) in [(2, 3000, 500), (2, 3000, 10), (129, 700, 7)] {
+            let x: Vec<f32> = rng.uniform(rows * n, 4.0).iter().map(|v| v.round()).collect();
+            let (ev, ei) = host_topk(&x, rows, n, k);
+            let (v, i) = run::<B>(&x, rows, n, k, dev);
+            assert_eq!(v, ev, "tied values, k {k}");
+            assert_eq!(i, ei, "tied indices, k {k}");
+        }
     }
 }
 
@@ -99,13 +109,20 @@ fn topk_rejects_k_larger_than_row() {
     assert!(msg.contains("k = 6") && msg.contains("1..=5"), "{msg}");
 }
 
-/// One raw pass into NaN-poisoned outputs: every element written, each chunk's top k in order.
+/// One raw pass of each kernel into NaN-poisoned outputs: every element written, each chunk's top k in
+/// order (bitonic: chunks of 256, k 30; register lists: chunks of 2·256, k 7).
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
 fn check_raw_pass<R: burn_cubecl::CubeRuntime>(dev: &R::Device, seed: u64) {
+    check_raw_pass_with::<R>(dev, seed, 30, 256);
+    check_raw_pass_with::<R>(dev, seed + 1, 7, 2 * super::kernel::SMALL_UNITS);
+}
+
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
+fn check_raw_pass_with<R: burn_cubecl::CubeRuntime>(dev: &R::Device, seed: u64, k: usize, chunk: usize) {
     use burn::tensor::{DType, Shape, TensorPrimitive};
     use burn_cubecl::{kernel::into_contiguous, tensor::CubeTensor, CubeBackend};
     type Cb<R> = CubeBackend<R, f32, i32, u32>;
-    let (rows, n, k, chunk) = (2usize, 1100usize, 30usize, 256usize);
+    let (rows, n) = (2usize, 1100usize);
     let x = Rng::new(seed).uniform(rows * n, 3.0);
     let chunks = n.div_ceil(chunk);
     let xt: CubeTensor<R> = into_contiguous(
@@ -122,7 +139,11 @@ fn check_raw_pass<R: burn_cubecl::CubeRuntime>(dev: &R::Device, seed: u64) {
     let (ov, oi) = (poisoned_f(rows * chunks * k), poisoned_i(rows * chunks * k));
     let dummy = poisoned_i(rows);
     assert_eq!(oi.dtype, DType::I32);
-    super::kernel::launch_pass(&xt, &dummy, false, &ov, &oi, k, chunk);
+    if k <= super::kernel::SMALL_K {
+        super::kernel::launch_small_pass(&xt, &dummy, false, &ov, &oi, k, chunk / super::kernel::SMALL_UNITS);
+    } else {
+        super::kernel::launch_pass(&xt, &dummy, false, &ov, &oi, k, chunk);
+    }
     let v = Tensor::<Cb<R>, 2>::from_primitive(TensorPrimitive::Float(ov)).into_data().into_vec::<f32>().unwrap();
     let i = Tensor::<Cb<R>, 2, Int>::from_primitive(oi).into_data().convert::<i64>().into_vec::<i64>().unwrap();
     for r in 0..rows {

@@ -56,6 +56,98 @@ fn max_share(a: f32, b: f32) -> f32 {
     s
 }
 
+/// Gradients `(d b1.x1, d b1.y1, d b1.x2, d b1.y2, d b2.x1, d b2.y1, d b2.x2, d b2.y2)` of
+/// `loss = 1 − CIoU(b1, b2)` for the upstream gradient `g` and the forward's `a` (alpha, a constant): the
+/// formulas of the module doc in f32 (shared with the fused box loss of [`crate::bbox_loss`]).
+#[cube]
+#[allow(clippy::too_many_arguments)]
+pub fn ciou_grads(
+    px1: f32,
+    py1: f32,
+    px2: f32,
+    py2: f32,
+    tx1: f32,
+    ty1: f32,
+    tx2: f32,
+    ty2: f32,
+    a: f32,
+    g: f32,
+) -> (f32, f32, f32, f32, f32, f32, f32, f32) {
+    let eps = f32::new(EPS);
+    let zero = f32::new(0.0);
+    let one = f32::new(1.0);
+    let two = f32::new(2.0);
+    let half = f32::new(0.5);
+
+    // Forward intermediates.
+    let w1 = px2 - px1;
+    let h1 = py2 - py1 + eps;
+    let w2 = tx2 - tx1;
+    let h2 = ty2 - ty1 + eps;
+    let iw = min(px2, tx2) - max(px1, tx1);
+    let ih = min(py2, ty2) - max(py1, ty1);
+    let iwc = max(iw, zero);
+    let ihc = max(ih, zero);
+    let inter = iwc * ihc;
+    let union = w1 * h1 + w2 * h2 - inter + eps;
+    let iou = inter / union;
+    let cw = max(px2, tx2) - min(px1, tx1);
+    let ch = max(py2, ty2) - min(py1, ty1);
+    let c2 = cw * cw + ch * ch + eps;
+    let dx = tx1 + tx2 - px1 - px2;
+    let dy = ty1 + ty2 - py1 - py2;
+    let rho2 = (dx * dx + dy * dy) / f32::new(4.0);
+    let r1 = w1 / h1;
+    let r2 = w2 / h2;
+    let at = r2.atan() - r1.atan();
+
+    // Backward.
+    let g_iou = -g;
+    let g_inter = g_iou * (one + iou) / union;
+    let g_area = -(g_iou * iou) / union;
+    let mut g_iw = zero;
+    if iw >= zero {
+        g_iw = g_inter * ihc;
+    }
+    let mut g_ih = zero;
+    if ih >= zero {
+        g_ih = g_inter * iwc;
+    }
+    let g_rho2 = g / c2;
+    let g_c2 = -g * rho2 / (c2 * c2);
+    let g_cw = g_c2 * cw * two;
+    let g_ch = g_c2 * ch * two;
+    let g_at = g * a * at * f32::new(TWO_V_SCALE);
+    let g_r1 = -g_at / (r1 * r1 + one);
+    let g_r2 = g_at / (r2 * r2 + one);
+    let g_w1 = g_area * h1 + g_r1 / h1;
+    let g_h1 = g_area * w1 - g_r1 * w1 / (h1 * h1);
+    let g_w2 = g_area * h2 + g_r2 / h2;
+    let g_h2 = g_area * w2 - g_r2 * w2 / (h2 * h2);
+    let hdx = g_rho2 * dx * half;
+    let hdy = g_rho2 * dy * half;
+
+    let s_ix2 = min_share(px2, tx2);
+    let s_ix1 = max_share(px1, tx1);
+    let s_ex2 = max_share(px2, tx2);
+    let s_ex1 = min_share(px1, tx1);
+    let s_iy2 = min_share(py2, ty2);
+    let s_iy1 = max_share(py1, ty1);
+    let s_ey2 = max_share(py2, ty2);
+    let s_ey1 = min_share(py1, ty1);
+
+    (
+        -g_w1 - g_iw * s_ix1 - g_cw * s_ex1 - hdx,
+        -g_h1 - g_ih * s_iy1 - g_ch * s_ey1 - hdy,
+        g_w1 + g_iw * s_ix2 + g_cw * s_ex2 - hdx,
+        g_h1 + g_ih * s_iy2 + g_ch * s_ey2 - hdy,
+        -g_w2 - g_iw * (one - s_ix1) - g_cw * (one - s_ex1) + hdx,
+        -g_h2 - g_ih * (one - s_iy1) - g_ch * (one - s_ey1) + hdy,
+        g_w2 + g_iw * (one - s_ix2) + g_cw * (one - s_ex2) + hdx,
+        g_h2 + g_ih * (one - s_iy2) + g_ch * (one - s_ey2) + hdy,
+    )
+}
+
 /// `pred`, `target` `[M, 4]`, `alpha [M]` (f32), `d_loss [M]` → `d_pred`, `d_target` `[M, 4]`.
 #[cube(launch_unchecked)]
 pub fn ciou_bwd_kernel<F: Float>(
@@ -71,87 +163,26 @@ pub fn ciou_bwd_kernel<F: Float>(
     let i = ABSOLUTE_POS;
     if i < num_boxes as usize {
         let base = i * 4;
-        let px1 = f32::cast_from(pred[base]);
-        let py1 = f32::cast_from(pred[base + 1]);
-        let px2 = f32::cast_from(pred[base + 2]);
-        let py2 = f32::cast_from(pred[base + 3]);
-        let tx1 = f32::cast_from(target[base]);
-        let ty1 = f32::cast_from(target[base + 1]);
-        let tx2 = f32::cast_from(target[base + 2]);
-        let ty2 = f32::cast_from(target[base + 3]);
-        let a = alpha[i];
-        let g = f32::cast_from(d_loss[i]);
-        let eps = f32::new(EPS);
-        let zero = f32::new(0.0);
-        let one = f32::new(1.0);
-        let two = f32::new(2.0);
-        let half = f32::new(0.5);
-
-        // Forward intermediates.
-        let w1 = px2 - px1;
-        let h1 = py2 - py1 + eps;
-        let w2 = tx2 - tx1;
-        let h2 = ty2 - ty1 + eps;
-        let iw = min(px2, tx2) - max(px1, tx1);
-        let ih = min(py2, ty2) - max(py1, ty1);
-        let iwc = max(iw, zero);
-        let ihc = max(ih, zero);
-        let inter = iwc * ihc;
-        let union = w1 * h1 + w2 * h2 - inter + eps;
-        let iou = inter / union;
-        let cw = max(px2, tx2) - min(px1, tx1);
-        let ch = max(py2, ty2) - min(py1, ty1);
-        let c2 = cw * cw + ch * ch + eps;
-        let dx = tx1 + tx2 - px1 - px2;
-        let dy = ty1 + ty2 - py1 - py2;
-        let rho2 = (dx * dx + dy * dy) / f32::new(4.0);
-        let r1 = w1 / h1;
-        let r2 = w2 / h2;
-        let at = r2.atan() - r1.atan();
-
-        // Backward.
-        let g_iou = -g;
-        let g_inter = g_iou * (one + iou) / union;
-        let g_area = -(g_iou * iou) / union;
-        let mut g_iw = zero;
-        if iw >= zero {
-            g_iw = g_inter * ihc;
-        }
-        let mut g_ih = zero;
-        if ih >= zero {
-            g_ih = g_inter * iwc;
-        }
-        let g_rho2 = g / c2;
-        let g_c2 = -g * rho2 / (c2 * c2);
-        let g_cw = g_c2 * cw * two;
-        let g_ch = g_c2 * ch * two;
-        let g_at = g * a * at * f32::new(TWO_V_SCALE);
-        let g_r1 = -g_at / (r1 * r1 + one);
-        let g_r2 = g_at / (r2 * r2 + one);
-        let g_w1 = g_area * h1 + g_r1 / h1;
-        let g_h1 = g_area * w1 - g_r1 * w1 / (h1 * h1);
-        let g_w2 = g_area * h2 + g_r2 / h2;
-        let g_h2 = g_area * w2 - g_r2 * w2 / (h2 * h2);
-        let hdx = g_rho2 * dx * half;
-        let hdy = g_rho2 * dy * half;
-
-        let s_ix2 = min_share(px2, tx2);
-        let s_ix1 = max_share(px1, tx1);
-        let s_ex2 = max_share(px2, tx2);
-        let s_ex1 = min_share(px1, tx1);
-        let s_iy2 = min_share(py2, ty2);
-        let s_iy1 = max_share(py1, ty1);
-        let s_ey2 = max_share(py2, ty2);
-        let s_ey1 = min_share(py1, ty1);
-
-        d_pred[base] = F::cast_from(-g_w1 - g_iw * s_ix1 - g_cw * s_ex1 - hdx);
-        d_pred[base + 1] = F::cast_from(-g_h1 - g_ih * s_iy1 - g_ch * s_ey1 - hdy);
-        d_pred[base + 2] = F::cast_from(g_w1 + g_iw * s_ix2 + g_cw * s_ex2 - hdx);
-        d_pred[base + 3] = F::cast_from(g_h1 + g_ih * s_iy2 + g_ch * s_ey2 - hdy);
-        d_target[base] = F::cast_from(-g_w2 - g_iw * (one - s_ix1) - g_cw * (one - s_ex1) + hdx);
-        d_target[base + 1] = F::cast_from(-g_h2 - g_ih * (one - s_iy1) - g_ch * (one - s_ey1) + hdy);
-        d_target[base + 2] = F::cast_from(g_w2 + g_iw * (one - s_ix2) + g_cw * (one - s_ex2) + hdx);
-        d_target[base + 3] = F::cast_from(g_h2 + g_ih * (one - s_iy2) + g_ch * (one - s_ey2) + hdy);
+        let (dp1, dp2, dp3, dp4, dt1, dt2, dt3, dt4) = ciou_grads(
+            f32::cast_from(pred[base]),
+            f32::cast_from(pred[base + 1]),
+            f32::cast_from(pred[base + 2]),
+            f32::cast_from(pred[base + 3]),
+            f32::cast_from(target[base]),
+            f32::cast_from(target[base + 1]),
+            f32::cast_from(target[base + 2]),
+            f32::cast_from(target[base + 3]),
+            alpha[i],
+            f32::cast_from(d_loss[i]),
+        );
+        d_pred[base] = F::cast_from(dp1);
+        d_pred[base + 1] = F::cast_from(dp2);
+        d_pred[base + 2] = F::cast_from(dp3);
+        d_pred[base + 3] = F::cast_from(dp4);
+        d_target[base] = F::cast_from(dt1);
+        d_target[base + 1] = F::cast_from(dt2);
+        d_target[base + 2] = F::cast_from(dt3);
+        d_target[base + 3] = F::cast_from(dt4);
     }
 }
 
