@@ -627,8 +627,8 @@ pub fn all_sources() -> Vec<KernelSource> {
     kernels().into_iter().map(|(name, def)| sources(name, def)).collect()
 }
 
-/// CUDA C++ of the tensor-core FA2 forward (`forward_cmma`, f16, Dk = 32, Dv = 64, 4 planes: the PSA
-/// shape). CUDA only: WGSL has no `cmma` here, so this kernel is not in [`kernels`].
+/// CUDA C++ of the tensor-core FA2 forward (`forward_cmma`, f16, Dk = 32, Dv = 64, 4 planes, 64-key tiles:
+/// the PSA shape). CUDA only: WGSL has no `cmma` here, so this kernel is not in [`kernels`].
 #[cfg(feature = "cuda")]
 pub fn fa2_forward_cmma_cuda() -> String {
     use crate::attention::kernels::forward_cmma;
@@ -652,6 +652,7 @@ pub fn fa2_forward_cmma_cuda() -> String {
         32,
         64,
         planes,
+        64,
         f16_ty,
     )
     .define();

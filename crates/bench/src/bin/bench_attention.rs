@@ -15,6 +15,7 @@
 //!
 //! ```text
 //! bench-attention --device wgpu --quick    # small shapes only
+//! bench-attention --device cuda --dtypes f16 --long-first --cmma-sweep auto,64x4,64x8,32x4   # tuning
 //! ```
 use std::time::Duration;
 
@@ -47,6 +48,51 @@ struct Args {
     /// Batch sizes of the PSA-like shapes (N = 400, H ∈ {2, 4}, D ∈ {32, 64})
     #[arg(long, value_delimiter = ',', default_value = "1,64")]
     psa_batches: Vec<usize>,
+    /// Tuning sweep instead of the comparison: FA2 forward only, once per tensor-core configuration
+    /// `BNxP` (key-tile width 32|64 × planes 1–8), e.g. `64x4,64x8,32x4`; `auto` is the built-in choice
+    #[arg(long, value_delimiter = ',')]
+    cmma_sweep: Vec<String>,
+}
+
+/// `BNxP` → `Some((block_n, planes))`; `auto` → `None`.
+fn parse_cmma(s: &str) -> Option<(usize, usize)> {
+    if s == "auto" {
+        return None;
+    }
+    let parsed = s.split_once('x').and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)));
+    match parsed {
+        Some(c @ (32 | 64, 1..=8)) => Some(c),
+        _ => {
+            eprintln!("bench-attention: bad --cmma-sweep entry '{s}' (BNxP with BN 32|64, P 1–8, or auto)");
+            std::process::exit(2);
+        }
+    }
+}
+
+/// FA2 forward once per tensor-core configuration of `args.cmma_sweep`.
+fn sweep_shape<B: FlashAttentionBackend>(s: Shape, dtype: DType, dev: &B::Device, args: &Args) {
+    use kernels_cubecl::attention::kernels::forward_cmma::set_config_override;
+    let scale = 1.0 / (s.d as f32).sqrt();
+    let dt = format!("{dtype:?}").to_lowercase();
+    let [q, k, v] = inputs::<B>(s, dtype, dev);
+    B::sync(dev).unwrap();
+    for cfg in &args.cmma_sweep {
+        set_config_override(parse_cmma(cfg));
+        let (us, _) = time::<B>(dev, || {
+            let _o = flash_attention(q.clone(), k.clone(), v.clone(), scale);
+            B::sync(dev).unwrap();
+            0
+        });
+        println!(
+            "| B{} H{} N{} D{} {dt} | FA2 forward, cmma {cfg} | {us:.1} | {:.2} | - |",
+            s.b,
+            s.h,
+            s.n,
+            s.d,
+            tflops(s.fwd_flops(), us)
+        );
+    }
+    set_config_override(None);
 }
 
 fn parse_dtype(s: &str) -> DType {
@@ -187,7 +233,11 @@ where
     println!("|---|---|---|---|---|");
     for dtype in args.dtypes.iter().map(|d| parse_dtype(d)) {
         for &s in &shapes {
-            bench_shape::<B>(s, dtype, &dev, mem, args.max_scores_gib);
+            if args.cmma_sweep.is_empty() {
+                bench_shape::<B>(s, dtype, &dev, mem, args.max_scores_gib);
+            } else {
+                sweep_shape::<B>(s, dtype, &dev, args);
+            }
         }
     }
 }

@@ -21,7 +21,8 @@ use yolo26_train::{E2ELoss, GtBoxes, LossGains, TrainBackend};
 
 #[derive(Parser)]
 struct Args {
-    /// cpu (Flex) | wgpu | cuda (whichever is compiled in)
+    /// cpu (Flex) | wgpu | cuda (whichever is compiled in); cuda-cube: CUDA without Burn's fusion
+    /// (`CubeBackend`), to separate the fusion stream's host cost from the kernels
     #[arg(long, default_value = "cuda")]
     device: String,
     /// Batch sizes, comma-separated
@@ -173,8 +174,13 @@ fn main() {
         "wgpu" => run::<burn::backend::Wgpu>(&args, burn::backend::wgpu::WgpuDevice::DefaultDevice),
         #[cfg(feature = "cuda")]
         "cuda" => run::<burn::backend::Cuda>(&args, burn::backend::cuda::CudaDevice::new(0)),
+        #[cfg(feature = "cuda")]
+        "cuda-cube" => run::<burn_cubecl::CubeBackend<cubecl::cuda::CudaRuntime, f32, i32, u8>>(
+            &args,
+            burn::backend::cuda::CudaDevice::new(0),
+        ),
         other => {
-            eprintln!("bench-loss: device '{other}' is not compiled in (cpu always; features: cuda, wgpu)");
+            eprintln!("bench-loss: device '{other}' is not compiled in (cpu always; features: cuda, cuda-cube, wgpu)");
             std::process::exit(2);
         }
     }

@@ -48,7 +48,7 @@ fn anchors_f32<R: CubeRuntime>(anchors: CubeTensor<R>) -> CubeTensor<R> {
 pub fn forward<R: CubeRuntime>(dist: CubeTensor<R>, anchors: CubeTensor<R>, format: BoxFormat) -> CubeTensor<R> {
     check_shapes(dist.meta.shape(), anchors.meta.shape());
     let dtype = dist.dtype;
-    let dist = tight_as(dist, dtype);
+    // `dist` is read in place through its strides (the head's output is often pitched on CUDA)
     let anchors = anchors_f32(anchors);
     let boxes = empty(&dist, dist.meta.shape().clone(), dtype);
     launch_decode_forward(&dist, &anchors, &boxes, format.is_xywh());

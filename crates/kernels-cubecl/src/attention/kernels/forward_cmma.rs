@@ -18,12 +18,12 @@
 //! # Work split
 //!
 //! Grid `(⌈Nq/BM⌉, BH)`; a cube is `P` planes of 32 units (`BM = 16·P` query rows); plane `p` owns rows
-//! `16p … 16p+15` of the block. Shared memory holds the Q block, one K and one V tile (`BN = 32` keys,
-//! zero-filled past `Nk`), the f32 scores and the storage-dtype probabilities of the tile, and the f32
+//! `16p … 16p+15` of the block. Shared memory holds the Q block, one K and one V tile (`BN ∈ {32, 64}`
+//! keys, comptime, zero-filled past `Nk`), the f32 scores and the storage-dtype probabilities of the tile, and the f32
 //! output accumulator `O_blk` (tensor-core accumulators cannot be rescaled in place, so `O_blk` lives in
 //! shared memory and is loaded into / stored from an accumulator fragment around each `P·V`), and the
 //! rows' running max and sum. The softmax and the final write walk the plane's 16 rows one at a time with
-//! all 32 lanes: lane `j` takes key `j` of the tile (`BLOCK_N = 32`), `plane_max`/`plane_sum` give the row
+//! all 32 lanes: lane `j` takes keys `j`, `j + 32`, … of the tile, `plane_max`/`plane_sum` give the row
 //! max and sum, and the O row is rescaled / written with consecutive lanes on consecutive elements (no
 //! shared-memory bank conflicts, coalesced global writes).
 use cubecl::prelude::*;
@@ -34,10 +34,26 @@ use super::NEG_BIG;
 
 /// Tensor-core tile edge (m = n = k = 16).
 const T: usize = 16;
-/// Keys per tile.
-pub const BLOCK_N: usize = 32;
 /// Units per plane the kernel is written for (CUDA warps).
 pub const PLANE: usize = 32;
+
+/// Key-tile widths and plane counts tried in this order ([`config_for`]): wide key tiles amortise the
+/// per-tile barriers and the O round trip, more planes share each K/V tile.
+pub const CONFIGS: [(usize, usize); 7] = [(64, 4), (64, 8), (32, 8), (32, 4), (64, 2), (32, 2), (32, 1)];
+
+/// Benchmark override of the `(block_n, planes)` choice, packed `block_n << 8 | planes`; 0 = heuristic.
+static CONFIG_OVERRIDE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Forces the tensor-core forward's `(block_n, planes)` (`block_n` 32 or 64, `planes` 1–8) for later
+/// launches where it fits the shared-memory budget (`None`: back to the built-in order). For tuning
+/// benchmarks (`bench-attention --cmma-configs`); results do not depend on it beyond rounding order.
+pub fn set_config_override(config: Option<(usize, usize)>) {
+    let packed = config.map_or(0, |(bn, p)| {
+        assert!((bn == 32 || bn == 64) && (1..=8).contains(&p), "cmma config ({bn}, {p}) not supported");
+        bn << 8 | p
+    });
+    CONFIG_OVERRIDE.store(packed, std::sync::atomic::Ordering::Relaxed);
+}
 
 /// `q: [BH, nq, dk]`, `k: [BH, nk, dk]`, `v: [BH, nk, dv]` (f16 or bf16) → `o: [BH, nq, dv]` (same dtype),
 /// `lse: [BH, nq]` f32. All contiguous; `dk`, `dv` multiples of 16; cube = `(32, planes)` units.
@@ -54,9 +70,11 @@ pub fn flash_fwd_cmma_kernel<F: Float>(
     #[comptime] dk: usize,
     #[comptime] dv: usize,
     #[comptime] planes: usize,
+    #[comptime] block_n: usize,
     #[define(F)] _dtype: StorageType,
 ) {
     let block_m = comptime!(planes * T);
+    let keys_per_lane = comptime!(block_n / PLANE);
     let units = comptime!(planes * PLANE);
     let lane = UNIT_POS_X as usize;
     let plane = UNIT_POS_Y as usize;
@@ -67,10 +85,10 @@ pub fn flash_fwd_cmma_kernel<F: Float>(
     let row0 = CUBE_POS_X as usize * block_m;
 
     let mut q_s = SharedMemory::<F>::new(block_m * dk);
-    let mut k_s = SharedMemory::<F>::new(BLOCK_N * dk);
-    let mut v_s = SharedMemory::<F>::new(BLOCK_N * dv);
-    let mut s_s = SharedMemory::<f32>::new(block_m * BLOCK_N);
-    let mut p_s = SharedMemory::<F>::new(block_m * BLOCK_N);
+    let mut k_s = SharedMemory::<F>::new(block_n * dk);
+    let mut v_s = SharedMemory::<F>::new(block_n * dv);
+    let mut s_s = SharedMemory::<f32>::new(block_m * block_n);
+    let mut p_s = SharedMemory::<F>::new(block_m * block_n);
     let mut o_s = SharedMemory::<f32>::new(block_m * dv);
 
     // Q block (zero rows past nq) and a zero accumulator.
@@ -113,19 +131,19 @@ pub fn flash_fwd_cmma_kernel<F: Float>(
     sync_cube();
 
     let plane_q = plane * T * dk;
-    let plane_s = plane * T * BLOCK_N;
+    let plane_s = plane * T * block_n;
     let plane_o = plane * T * dv;
-    let num_tiles = nk.div_ceil(BLOCK_N);
+    let num_tiles = nk.div_ceil(block_n);
     for kt in 0..num_tiles {
-        let j0 = kt * BLOCK_N;
+        let j0 = kt * block_n;
         let mut jn = nk - j0;
-        if jn > BLOCK_N {
-            jn = BLOCK_N;
+        if jn > block_n {
+            jn = block_n;
         }
         // ---- K and V tiles -> shared (zero rows past nk) ----
         let k_base = (bh * nk + j0) * dk;
         let mut idx = tid;
-        while idx < BLOCK_N * dk {
+        while idx < block_n * dk {
             let mut x = F::new(0.0);
             if idx < jn * dk {
                 x = k[k_base + idx];
@@ -135,7 +153,7 @@ pub fn flash_fwd_cmma_kernel<F: Float>(
         }
         let v_base = (bh * nk + j0) * dv;
         let mut idx = tid;
-        while idx < BLOCK_N * dv {
+        while idx < block_n * dv {
             let mut x = F::new(0.0);
             if idx < jn * dv {
                 x = v[v_base + idx];
@@ -147,7 +165,7 @@ pub fn flash_fwd_cmma_kernel<F: Float>(
 
         // ---- S = Q Kᵀ for the plane's 16 rows (tensor cores) ----
         #[unroll]
-        for jf in 0..BLOCK_N / T {
+        for jf in 0..block_n / T {
             cmma::fill(&acc, f32::new(0.0));
             #[unroll]
             for kf in 0..dk / T {
@@ -160,33 +178,46 @@ pub fn flash_fwd_cmma_kernel<F: Float>(
             }
             let so = plane_s + jf * T;
             cmma::store(
-                &mut s_s.slice_mut(so, so + (T - 1) * BLOCK_N + T),
+                &mut s_s.slice_mut(so, so + (T - 1) * block_n + T),
                 &acc,
-                BLOCK_N as u32,
+                block_n as u32,
                 cmma::MatrixLayout::RowMajor,
             );
         }
         sync_cube();
 
-        // ---- online softmax: the plane walks its 16 rows, lane j takes key j (BLOCK_N = 32 = plane);
+        // ---- online softmax: the plane walks its 16 rows, lane j takes keys j, j + 32, …;
         //      consecutive lanes touch consecutive words (no bank conflicts); rescale the row of O ----
         for r in 0..T {
             let row = plane * T + r;
-            let sr = row * BLOCK_N;
+            let sr = row * block_n;
             let m_old = m_s[row];
-            let valid = lane < jn;
-            let mut x = f32::new(NEG_BIG);
-            if valid {
-                x = s_s[sr + lane] * scale;
+            let mut xs = Array::<f32>::new(keys_per_lane);
+            let mut x_max = f32::new(NEG_BIG);
+            #[unroll]
+            for c in 0..keys_per_lane {
+                let j = c * PLANE + lane;
+                let mut x = f32::new(NEG_BIG);
+                if j < jn {
+                    x = s_s[sr + j] * scale;
+                }
+                xs[c] = x;
+                x_max = max(x_max, x);
             }
-            let m_new = max(m_old, plane_max(x));
+            let m_new = max(m_old, plane_max(x_max));
             let alpha = (m_old - m_new).exp();
-            let mut p = f32::new(0.0);
-            if valid {
-                p = (x - m_new).exp();
+            let mut p_sum = f32::new(0.0);
+            #[unroll]
+            for c in 0..keys_per_lane {
+                let j = c * PLANE + lane;
+                let mut p = f32::new(0.0);
+                if j < jn {
+                    p = (xs[c] - m_new).exp();
+                }
+                p_s[sr + j] = F::cast_from(p);
+                p_sum += p;
             }
-            p_s[sr + lane] = F::cast_from(p);
-            let row_sum = plane_sum(p);
+            let row_sum = plane_sum(p_sum);
             let orow = row * dv;
             let mut d = lane;
             while d < dv {
@@ -211,9 +242,9 @@ pub fn flash_fwd_cmma_kernel<F: Float>(
                 cmma::MatrixLayout::RowMajor,
             );
             #[unroll]
-            for kf in 0..BLOCK_N / T {
+            for kf in 0..block_n / T {
                 let pa = plane_s + kf * T;
-                cmma::load(&a_frag, &p_s.slice(pa, pa + (T - 1) * BLOCK_N + T), BLOCK_N as u32);
+                cmma::load(&a_frag, &p_s.slice(pa, pa + (T - 1) * block_n + T), block_n as u32);
                 let vb = kf * T * dv + df * T;
                 cmma::load(&bv_frag, &v_s.slice(vb, vb + (T - 1) * dv + T), dv as u32);
                 cmma::execute::<F, F, f32, f32>(&a_frag, &bv_frag, &acc, &acc);
@@ -243,20 +274,25 @@ pub fn flash_fwd_cmma_kernel<F: Float>(
     }
 }
 
-/// Shared memory the kernel declares for `planes` planes, in bytes (`elem` = storage dtype size).
-pub fn shared_bytes(dk: usize, dv: usize, planes: usize, elem: usize) -> usize {
+/// Shared memory the kernel declares for `planes` planes and `block_n`-key tiles, in bytes (`elem` =
+/// storage dtype size).
+pub fn shared_bytes(dk: usize, dv: usize, planes: usize, block_n: usize, elem: usize) -> usize {
     let bm = planes * T;
-    (bm * dk + BLOCK_N * dk + BLOCK_N * dv + bm * BLOCK_N) * elem + (bm * BLOCK_N + bm * dv + 2 * bm) * 4
+    (bm * dk + block_n * dk + block_n * dv + bm * block_n) * elem + (bm * block_n + bm * dv + 2 * bm) * 4
 }
 
-/// Most planes in `{4, 2, 1}` whose shared memory fits `budget` bytes, if any.
-pub fn planes_for(dk: usize, dv: usize, elem: usize, budget: usize) -> Option<usize> {
-    [4usize, 2, 1].into_iter().find(|&p| shared_bytes(dk, dv, p, elem) <= budget)
+/// `(block_n, planes)` for a problem: the override if set and fitting, else the first of [`CONFIGS`] whose
+/// shared memory fits `budget` bytes (none: the tensor-core kernel cannot run).
+pub fn config_for(dk: usize, dv: usize, elem: usize, budget: usize) -> Option<(usize, usize)> {
+    let fits = |&(bn, p): &(usize, usize)| shared_bytes(dk, dv, p, bn, elem) <= budget;
+    let forced = CONFIG_OVERRIDE.load(std::sync::atomic::Ordering::Relaxed);
+    let forced = (forced != 0).then_some((forced >> 8, forced & 0xff)).filter(fits);
+    forced.or_else(|| CONFIGS.into_iter().find(fits))
 }
 
-/// Shared-memory budget of the tensor-core kernel: the device's limit, capped at the 48 KiB a CUDA block
-/// gets without opting in to more.
-const CMMA_SHARED_BUDGET: usize = 48 * 1024;
+/// Shared-memory budget of the tensor-core kernel: the device's per-block limit (CubeCL opts the kernel in
+/// beyond 48 KiB on CUDA), capped at 100 KiB so that at least two cubes share an SM.
+const CMMA_SHARED_BUDGET: usize = 100 * 1024;
 
 /// Whether [`launch_forward_cmma`] handles this problem on `q`'s device: f16/bf16 storage, head dims
 /// multiples of 16, 32-unit planes, a `16×16×16` `cmma` configuration for the dtype with f32 accumulation,
@@ -285,7 +321,7 @@ pub fn cmma_supported<R: CubeRuntime>(q: &CubeTensor<R>, dk: usize, dv: usize) -
         k: T as u32,
     };
     let budget = props.hardware.max_shared_memory_size.min(CMMA_SHARED_BUDGET);
-    props.features.matmul.cmma.contains(&config) && planes_for(dk, dv, 2, budget).is_some()
+    props.features.matmul.cmma.contains(&config) && config_for(dk, dv, 2, budget).is_some()
 }
 
 /// Launches [`flash_fwd_cmma_kernel`] (check [`cmma_supported`] first) writing `o` and `lse`; every
@@ -303,7 +339,8 @@ pub fn launch_forward_cmma<R: CubeRuntime>(
     let [_, nk, _] = k.meta.shape().dims::<3>();
     let [_, _, dv] = v.meta.shape().dims::<3>();
     let budget = q.client.properties().hardware.max_shared_memory_size.min(CMMA_SHARED_BUDGET);
-    let planes = planes_for(dk, dv, q.dtype.size(), budget).expect("launch_forward_cmma: shared memory does not fit");
+    let (block_n, planes) =
+        config_for(dk, dv, q.dtype.size(), budget).expect("launch_forward_cmma: shared memory does not fit");
     let client = q.client.clone();
     let cube_dim = CubeDim::new_2d(PLANE as u32, planes as u32);
     let cube_count = CubeCount::Static(nq.div_ceil(planes * T) as u32, bh as u32, 1);
@@ -325,6 +362,7 @@ pub fn launch_forward_cmma<R: CubeRuntime>(
             dk,
             dv,
             planes,
+            block_n,
             q.dtype.into(),
         )
     }

@@ -40,13 +40,19 @@ pub(crate) fn check_kernels<R: CubeRuntime, BT: BoolElement>(
     assert_close("lse", &download::<R, BT, 2>(lse), &want.lse, 1e-4);
 
     // Tensor-core forward, where the device has it for this dtype and these head dims (CUDA f16/bf16).
+    // Every (key-tile width, planes) configuration (forced; results may only differ by rounding order).
     if raw::cmma_supported(&q, dk, dv) {
-        let o = poisoned::<R, BT, 3>([bh, nq, dv], dtype, device);
-        let lse = poisoned::<R, BT, 2>([bh, nq], DType::F32, device);
-        raw::launch_forward_cmma(&q, &k, &v, &o, &lse, scale);
+        use crate::attention::kernels::forward_cmma::{set_config_override, CONFIGS};
+        for cfg in CONFIGS {
+            set_config_override(Some(cfg));
+            let o = poisoned::<R, BT, 3>([bh, nq, dv], dtype, device);
+            let lse = poisoned::<R, BT, 2>([bh, nq], DType::F32, device);
+            raw::launch_forward_cmma(&q, &k, &v, &o, &lse, scale);
+            assert_close(&format!("o (cmma {cfg:?})"), &download::<R, BT, 3>(o), &want.o, tol);
+            assert_close(&format!("lse (cmma {cfg:?})"), &download::<R, BT, 2>(lse), &want.lse, 1e-4);
+        }
+        set_config_override(None);
         eprintln!("  tensor-core forward checked");
-        assert_close("o (cmma)", &download::<R, BT, 3>(o), &want.o, tol);
-        assert_close("lse (cmma)", &download::<R, BT, 2>(lse), &want.lse, 1e-4);
     }
 
     // Backward with the reference's o (rounded to the storage dtype) and lse.

@@ -23,7 +23,8 @@ use burn_cubecl::{tensor::CubeTensor, CubeRuntime};
 
 use super::UNITS;
 
-/// `dist [B, 4, A]`, `anchors [3, A]` (f32) → `boxes [B, 4, A]`; `total = B·A`.
+/// `dist [B, 4, A]` (any strides: read in place), `anchors [3, A]` (f32) → `boxes [B, 4, A]` (contiguous);
+/// `total = B·A`.
 #[cube(launch_unchecked)]
 pub fn decode_fwd_kernel<F: Float>(
     dist: &Tensor<F>,
@@ -40,10 +41,12 @@ pub fn decode_fwd_kernel<F: Float>(
         let b = i / na;
         let a = i % na;
         let base = b * 4 * na + a;
-        let l = f32::cast_from(dist[base]);
-        let t = f32::cast_from(dist[base + na]);
-        let r = f32::cast_from(dist[base + 2 * na]);
-        let bt = f32::cast_from(dist[base + 3 * na]);
+        let d0 = b * dist.stride(0) + a * dist.stride(2);
+        let ds = dist.stride(1);
+        let l = f32::cast_from(dist[d0]);
+        let t = f32::cast_from(dist[d0 + ds]);
+        let r = f32::cast_from(dist[d0 + 2 * ds]);
+        let bt = f32::cast_from(dist[d0 + 3 * ds]);
         let ax = anchors[a];
         let ay = anchors[na + a];
         let s = anchors[2 * na + a];
@@ -66,7 +69,7 @@ pub fn decode_fwd_kernel<F: Float>(
     }
 }
 
-/// Launches [`decode_fwd_kernel`]: `dist` contiguous `[B, 4, A]`, `anchors` contiguous f32 `[3, A]`,
+/// Launches [`decode_fwd_kernel`]: `dist` `[B, 4, A]` (any strides), `anchors` contiguous f32 `[3, A]`,
 /// `boxes` contiguous `[B, 4, A]` of `dist`'s dtype (every element written). No launch when `B·A = 0`.
 pub fn launch_decode_forward<R: CubeRuntime>(
     dist: &CubeTensor<R>,
@@ -74,7 +77,7 @@ pub fn launch_decode_forward<R: CubeRuntime>(
     boxes: &CubeTensor<R>,
     xywh: bool,
 ) {
-    crate::attention::kernels::assert_tight("launch_decode_forward", &[dist, anchors, boxes]);
+    crate::attention::kernels::assert_tight("launch_decode_forward", &[anchors, boxes]);
     let [b, _, a] = dist.meta.shape().dims::<3>();
     let total = b * a;
     if total == 0 {
@@ -83,7 +86,8 @@ pub fn launch_decode_forward<R: CubeRuntime>(
     let client = dist.client.clone();
     let cube_dim = CubeDim::new_1d(UNITS);
     let cube_count = cubecl::calculate_cube_count_elemwise(&client, total, cube_dim);
-    // SAFETY: every access is guarded by `i < total = B·A`; the tensors hold `4·B·A` resp. `3·A` elements.
+    // SAFETY: every access is guarded by `i < total = B·A`; `dist` is read through its strides inside its
+    // shape, the other tensors hold `4·B·A` resp. `3·A` elements.
     unsafe {
         decode_fwd_kernel::launch_unchecked::<R>(
             &client,
