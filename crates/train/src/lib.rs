@@ -1,8 +1,9 @@
-//! YOLO26 training. So far: the task-aligned assigner ([`assigner`]) and the detection losses ([`loss`]), batched
-//! tensor code around the fused CubeCL ops of `kernels-cubecl` (box decode, CIoU, BCE), on every backend and
-//! under Autodiff ([`TrainBackend`]).
+//! YOLO26 training. So far: the task-aligned assigner ([`assigner`]) and the detection losses ([`loss`]), built
+//! from the fused CubeCL ops of `kernels-cubecl` (box decode, assignment, box loss, one-hot BCE); one loss branch
+//! runs as a single op ([`branch_loss`]); on every backend and under Autodiff ([`TrainBackend`]).
 pub mod assigner;
 mod backend;
+pub mod branch_loss;
 pub mod loss;
 
 pub use assigner::{Assignment, GtBoxes, TaskAlignedAssigner};

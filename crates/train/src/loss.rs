@@ -11,18 +11,16 @@
 //! The work runs in the fused `kernels-cubecl` ops (each with its backward kernel on CubeCL backends, plain
 //! tensor ops elsewhere): `detect_decode` (LTRB → xyxy pixels for the assigner), `task_aligned_assign`,
 //! `bbox_loss_sums` (CIoU + L1 + Σ weights over the anchors, target boxes gathered by the assigned slot) and
-//! `bce_onehot_sum` (the class loss without the dense `[B, A, C]` targets). Per branch that is four custom
-//! ops and a few `[1]`-sized tensor ops.
+//! `bce_onehot_sum` (the class loss without the dense `[B, A, C]` targets), composed into one op per branch
+//! ([`crate::branch_loss`]); what remains here is a few `[1]`-sized tensor ops.
 
 use burn::prelude::*;
-use kernels_cubecl::bbox_loss::bbox_loss_sums;
-use kernels_cubecl::bce_onehot::bce_onehot_sum;
-use kernels_cubecl::decode::{detect_decode, BoxFormat};
 use yolo26_model::nn::head::HeadOutput;
 use yolo26_model::postprocess::Anchors;
 
 use crate::assigner::{Assignment, GtBoxes, TaskAlignedAssigner};
 use crate::backend::TrainBackend;
+use crate::branch_loss::{branch_loss, BranchConfig};
 
 /// Loss gains (ultralytics `cfg/default.yaml`: `box 7.5`, `cls 0.5`, `dfl 1.5` — the latter weighs L1 here).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -94,37 +92,42 @@ impl DetectionLoss {
         anchors: &Anchors<B>,
         gt: &GtBoxes<B>,
     ) -> (LossTerms<B>, Assignment<B>) {
-        let [b, _, a] = head.boxes.dims();
+        let [b, c, _] = head.scores.dims();
+        assert_eq!(
+            c, self.assigner.num_classes,
+            "DetectionLoss: {c} class logits for {} classes",
+            self.assigner.num_classes
+        );
         let [fh, fw] = anchors.feat_shapes[0];
         let s0 = yolo26_model::config::STRIDES[0] as f64;
         let (img_h, img_w) = (fh as f64 * s0, fw as f64 * s0);
 
-        // bbox_decode (reg_max = 1: the raw distances are the LTRB) fused with the `* stride` of the assigner's
-        // input: xyxy pixels; the anchor centres in pixels for the candidate test.
-        let pred_px = detect_decode(head.boxes.clone(), anchors.grid.clone(), BoxFormat::Xyxy); // [B, 4, A]
-        let anc_px = anchors.grid.clone().narrow(0, 0, 2) * anchors.grid.clone().narrow(0, 2, 1); // [2, A]
-        let asg = self.assigner.assign(head.scores.clone(), pred_px, anc_px.reshape([2, a]), gt);
-
-        // BboxLoss.forward (CIoU in grid units + L1 on image-normalised LTRB), weighted by target_scores.sum(-1)
-        // (0 on background anchors), with Σ target_scores: one fused op → [box_sum, l1_sum, w_sum]
-        let sums = bbox_loss_sums(
+        // decode → assignment → targets → Σ w·(1 − CIoU), Σ w·L1, Σ w, Σ BCE: one op (see `branch_loss`)
+        let cfg = BranchConfig { tal: self.assigner.config, image: [img_w as f32, img_h as f32] };
+        let out = branch_loss(
             head.boxes.clone(),
+            head.scores.clone(),
             anchors.grid.clone(),
             gt.bboxes.clone(),
-            asg.target_gt_idx.clone(),
-            asg.target_score_sum.clone(),
-            [img_w as f32, img_h as f32],
+            gt.labels.clone(),
+            gt.mask.clone(),
+            cfg,
         );
-        let target_scores_sum = sums.clone().narrow(0, 2, 1).clamp_min(1.0); // [1], on the device
-
-        // BCE against one_hot(label)·score, summed in one pass over the logits' [B, C, A] layout
-        let cls = bce_onehot_sum(head.scores.clone(), asg.target_labels.clone(), asg.target_score_sum.clone());
-
+        let target_scores_sum = out.sums.clone().narrow(0, 2, 1).clamp_min(1.0); // [1], on the device
         let bs = b as f64;
+        let term = |i: usize, gain: f64| out.sums.clone().narrow(0, i, 1) * (gain * bs) / target_scores_sum.clone();
         let terms = LossTerms {
-            box_loss: sums.clone().narrow(0, 0, 1) * (self.gains.box_gain * bs) / target_scores_sum.clone(),
-            cls_loss: cls * (self.gains.cls_gain * bs) / target_scores_sum.clone(),
-            l1_loss: sums.narrow(0, 1, 1) * (self.gains.l1_gain * bs) / target_scores_sum,
+            box_loss: term(0, self.gains.box_gain),
+            cls_loss: term(3, self.gains.cls_gain),
+            l1_loss: term(1, self.gains.l1_gain),
+        };
+        let asg = Assignment {
+            target_labels: out.labels,
+            gt_bboxes: gt.bboxes.clone().detach(),
+            target_score_sum: out.score_sum,
+            num_classes: c,
+            fg_mask: out.fg,
+            target_gt_idx: out.gt_idx,
         };
         (terms, asg)
     }
