@@ -65,15 +65,15 @@ fn check_terms(name: &str, ours: &[f32], reference: &[f32]) {
     }
 }
 
-#[test]
-fn assigner_and_branch_losses_match_ultralytics() {
+/// Assigner outputs and the terms of each branch on backend `B` (no autodiff: the loss branch op's plain path,
+/// one custom op on `Fusion`).
+fn assigner_and_branch_losses<B: TrainBackend>(dev: &B::Device) {
     let fx = Fx::load();
-    let dev = Default::default();
-    let anchors = Anchors::<Flex>::new(&FEATS, &dev);
-    let gt = fx.gt::<Flex>(&dev);
+    let anchors = Anchors::<B>::new(&FEATS, dev);
+    let gt = fx.gt::<B>(dev);
     for (br, topk, topk2) in [("o2m", 10, None), ("o2o", 7, Some(1))] {
         let loss = DetectionLoss::new(NC, topk, topk2, LossGains::default());
-        let (terms, asg) = loss.forward_with_assignment(&fx.head::<Flex>(br, &dev), &anchors, &gt);
+        let (terms, asg) = loss.forward_with_assignment(&fx.head::<B>(br, dev), &anchors, &gt);
         let fg = host(asg.fg_mask.clone());
         let fg_ref = fx.data(&format!("{br}.assign.fg_mask"));
         let n_fg = fg_ref.iter().filter(|&&v| v > 0.5).count();
@@ -95,6 +95,26 @@ fn assigner_and_branch_losses_match_ultralytics() {
         );
         check_terms(br, &terms_host(&terms), fx.data(&format!("{br}.loss")));
     }
+}
+
+#[test]
+fn assigner_and_branch_losses_match_ultralytics() {
+    assigner_and_branch_losses::<Flex>(&Default::default());
+}
+
+#[cfg(feature = "wgpu")]
+#[test]
+fn assigner_and_branch_losses_match_ultralytics_wgpu_fusion_and_cube() {
+    use burn::backend::wgpu::{CubeBackend, Wgpu, WgpuDevice, WgpuRuntime};
+    assigner_and_branch_losses::<Wgpu>(&WgpuDevice::DefaultDevice);
+    assigner_and_branch_losses::<CubeBackend<WgpuRuntime, f32, i32, u32>>(&WgpuDevice::DefaultDevice);
+}
+
+#[cfg(feature = "wgpu")]
+#[test]
+fn e2e_loss_and_gradients_match_ultralytics_wgpu_cube() {
+    use burn::backend::wgpu::{CubeBackend, WgpuDevice, WgpuRuntime};
+    e2e_and_grads::<Autodiff<CubeBackend<WgpuRuntime, f32, i32, u32>>>(&Fx::load(), &WgpuDevice::DefaultDevice, REL_TOL);
 }
 
 /// E2ELoss at the fixture's epoch on an autodiff backend: terms, total and d total / d raw predictions.
@@ -141,6 +161,7 @@ fn e2e_loss_and_gradients_match_ultralytics_wgpu() {
 fn e2e_loss_and_gradients_match_ultralytics_cuda() {
     use burn::backend::{cuda::CudaDevice, Cuda};
     e2e_and_grads::<Autodiff<Cuda>>(&Fx::load(), &CudaDevice::new(0), REL_TOL);
+    assigner_and_branch_losses::<Cuda>(&CudaDevice::new(0));
 }
 
 /// A batch without any box (G = 0): only the class loss remains (all targets zero), box and L1 are exactly 0,
