@@ -114,7 +114,11 @@ fn assigner_and_branch_losses_match_ultralytics_wgpu_fusion_and_cube() {
 #[test]
 fn e2e_loss_and_gradients_match_ultralytics_wgpu_cube() {
     use burn::backend::wgpu::{CubeBackend, WgpuDevice, WgpuRuntime};
-    e2e_and_grads::<Autodiff<CubeBackend<WgpuRuntime, f32, i32, u32>>>(&Fx::load(), &WgpuDevice::DefaultDevice, REL_TOL);
+    e2e_and_grads::<Autodiff<CubeBackend<WgpuRuntime, f32, i32, u32>>>(
+        &Fx::load(),
+        &WgpuDevice::DefaultDevice,
+        REL_TOL,
+    );
 }
 
 /// E2ELoss at the fixture's epoch on an autodiff backend: terms, total and d total / d raw predictions.

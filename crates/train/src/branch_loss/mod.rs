@@ -134,8 +134,8 @@ pub fn compose<B: DetectDecodeBackend + TalBackend + BboxLossBackend + BceOneHot
         (gt_idx, float::<B, 2>(f), float::<B, 2>(n), labels)
     };
     // ultralytics one-hots the label: a label outside [0, C) gets no target (and no box weight)
-    let in_range = labels.clone().greater_equal_elem(0).bool_and(labels.clone().lower_elem(c as i64));
-    let score_sum = norm * in_range.float().cast(dtype);
+    let out_of_range = labels.clone().lower_elem(0).bool_or(labels.clone().greater_equal_elem(c as i64));
+    let score_sum = norm.mask_fill(out_of_range, 0.0);
 
     let sums_box = bbox_loss_sums(boxes, grid, gt_boxes, gt_idx.clone(), score_sum.clone(), cfg.image); // [3]
     let cls = bce_onehot_sum(scores, labels.clone(), score_sum.clone()); // [1]
