@@ -213,7 +213,7 @@ pub(crate) fn check_value<B: BboxLossBackend>(dev: &B::Device, seed: u64) {
 /// Value and gradient under an autodiff backend `A` (upstream gradient `(0.7, −1.3, 2.0)`: the weight sum's
 /// entry must have no effect).
 pub(crate) fn check_grad<A: AutodiffBackend + BboxLossBackend>(dev: &A::Device, seed: u64) {
-    for (b, g) in [(2, 3)] {
+    for (b, g) in [(1, 1), (2, 3)] {
         let k = case(seed + b as u64, b, g);
         let want = want_sums(&k);
         let want_g = host_grad(&k, [0.7, -1.3]);
