@@ -93,6 +93,20 @@ pub(crate) fn tensor<B: Backend, const D: usize>(
     }
 }
 
+/// `data` (row-major `[b, x, y]`) as a strided `[b, x, y]` view: stored as `[b, y, x]` and transposed with
+/// `swap_dims(1, 2)`, so the last axis has stride `x` (the layout the strided-input tests feed the kernels).
+pub(crate) fn transposed_view<B: Backend>(data: &[f32], [b, x, y]: [usize; 3], device: &B::Device) -> Tensor<B, 3> {
+    let mut byx = vec![0.0f32; data.len()];
+    for bi in 0..b {
+        for xi in 0..x {
+            for yi in 0..y {
+                byx[(bi * y + yi) * x + xi] = data[(bi * x + xi) * y + yi];
+            }
+        }
+    }
+    Tensor::<B, 3>::from_data(TensorData::new(byx, [b, y, x]), device).swap_dims(1, 2)
+}
+
 pub(crate) type Cb<R, BT> = CubeBackend<R, f32, i32, BT>;
 
 /// A tight device tensor for the raw launchers (CUDA may pitch `from_data` rows; `into_contiguous` fixes it).

@@ -8,6 +8,7 @@ use burn::backend::{Autodiff, Flex};
 use burn::tensor::{backend::AutodiffBackend, Int, Tensor, TensorData};
 
 use super::{bbox_loss_sums, BboxLossBackend};
+use crate::ciou::tests::{ciou_alpha_f64, ciou_terms_f64};
 use crate::decode::anchor_grid_data;
 use crate::test_util::*;
 
@@ -64,21 +65,10 @@ pub(crate) fn case(seed: u64, b: usize, g: usize) -> Case {
     Case { b, a, g, dist, anchors, gt, idx, weight, image }
 }
 
-/// 1 − CIoU of two xyxy boxes in float64 (ultralytics' formula, eps 1e-7).
+/// 1 − CIoU of two xyxy boxes in float64 (ultralytics' formula, the CIoU tests' host implementation).
 fn ciou_loss(p: [f64; 4], t: [f64; 4]) -> f64 {
-    let eps = 1e-7;
-    let (w1, h1) = (p[2] - p[0], p[3] - p[1] + eps);
-    let (w2, h2) = (t[2] - t[0], t[3] - t[1] + eps);
-    let inter = (p[2].min(t[2]) - p[0].max(t[0])).max(0.0) * (p[3].min(t[3]) - p[1].max(t[1])).max(0.0);
-    let union = w1 * h1 + w2 * h2 - inter + eps;
-    let iou = inter / union;
-    let cw = p[2].max(t[2]) - p[0].min(t[0]);
-    let ch = p[3].max(t[3]) - p[1].min(t[1]);
-    let c2 = cw * cw + ch * ch + eps;
-    let rho2 = ((t[0] + t[2] - p[0] - p[2]).powi(2) + (t[1] + t[3] - p[1] - p[3]).powi(2)) / 4.0;
-    let v = 4.0 / std::f64::consts::PI.powi(2) * ((w2 / h2).atan() - (w1 / h1).atan()).powi(2);
-    let alpha = v / (v - iou + (1.0 + eps));
-    1.0 - (iou - (rho2 / c2 + v * alpha))
+    let (iou, r, v) = ciou_terms_f64(p, t);
+    1.0 - (iou - (r + v * ciou_alpha_f64(iou, v)))
 }
 
 /// `(box_sum, l1_sum, w_sum)` in float64 for `dist` (the case's other inputs).
@@ -127,7 +117,6 @@ fn host_grad(k: &Case, c: [f64; 2]) -> Vec<f64> {
 /// `c₀·box_sum + c₁·l1_sum` at `dist` with each anchor's alpha taken at `dist0` (alpha is a constant).
 fn frozen_sums(k: &Case, dist: &[f64], dist0: &[f64], c: [f64; 2]) -> f64 {
     let a = k.a;
-    let eps = 1e-7;
     let mut total = 0.0;
     for b in 0..k.b {
         for ai in 0..a {
@@ -143,20 +132,9 @@ fn frozen_sums(k: &Case, dist: &[f64], dist0: &[f64], c: [f64; 2]) -> f64 {
                 [ax - d(0), ay - d(1), ax + d(2), ay + d(3)]
             };
             let (p, p0) = (boxes(dist), boxes(dist0));
-            let parts = |p: [f64; 4]| {
-                let (w1, h1) = (p[2] - p[0], p[3] - p[1] + eps);
-                let (w2, h2) = (t[2] - t[0], t[3] - t[1] + eps);
-                let inter = (p[2].min(t[2]) - p[0].max(t[0])).max(0.0) * (p[3].min(t[3]) - p[1].max(t[1])).max(0.0);
-                let iou = inter / (w1 * h1 + w2 * h2 - inter + eps);
-                let cw = p[2].max(t[2]) - p[0].min(t[0]);
-                let ch = p[3].max(t[3]) - p[1].min(t[1]);
-                let rho2 = ((t[0] + t[2] - p[0] - p[2]).powi(2) + (t[1] + t[3] - p[1] - p[3]).powi(2)) / 4.0;
-                let v = 4.0 / std::f64::consts::PI.powi(2) * ((w2 / h2).atan() - (w1 / h1).atan()).powi(2);
-                (iou, rho2 / (cw * cw + ch * ch + eps), v)
-            };
-            let (iou0, _, v0) = parts(p0);
-            let alpha = v0 / (v0 - iou0 + (1.0 + eps));
-            let (iou, r, v) = parts(p);
+            let (iou0, _, v0) = ciou_terms_f64(p0, t);
+            let alpha = ciou_alpha_f64(iou0, v0);
+            let (iou, r, v) = ciou_terms_f64(p, t);
             let d = |j: usize| dist[(b * 4 + j) * a + ai];
             let tau = [ax - t[0], ay - t[1], t[2] - ax, t[3] - ay];
             let n = [k.image[0] as f64, k.image[1] as f64, k.image[0] as f64, k.image[1] as f64];
@@ -172,15 +150,7 @@ type Inputs<B> = (Tensor<B, 3>, Tensor<B, 2>, Tensor<B, 3>, Tensor<B, 2, Int>, T
 /// The case on a device; `strided` uploads `dist` as a transposed view of a `[B, A, 4]` tensor.
 fn inputs<B: burn::tensor::backend::Backend>(k: &Case, dev: &B::Device, strided: bool) -> Inputs<B> {
     let dist = if strided {
-        let mut ba4 = vec![0.0f32; k.dist.len()];
-        for b in 0..k.b {
-            for j in 0..4 {
-                for a in 0..k.a {
-                    ba4[(b * k.a + a) * 4 + j] = k.dist[(b * 4 + j) * k.a + a];
-                }
-            }
-        }
-        Tensor::<B, 3>::from_data(TensorData::new(ba4, [k.b, k.a, 4]), dev).swap_dims(1, 2)
+        transposed_view::<B>(&k.dist, [k.b, 4, k.a], dev)
     } else {
         Tensor::from_data(TensorData::new(k.dist.clone(), [k.b, 4, k.a]), dev)
     };

@@ -68,15 +68,7 @@ fn inputs<B: burn::tensor::backend::Backend>(
 
 /// The logits of `k` as a strided `[B, C, A]` view of a `[B, A, C]` tensor (anchor stride `C`).
 fn transposed_logits<B: burn::tensor::backend::Backend>(k: &Case, dev: &B::Device) -> Tensor<B, 3> {
-    let mut bac = vec![0.0f32; k.logits.len()];
-    for b in 0..k.b {
-        for c in 0..k.c {
-            for a in 0..k.a {
-                bac[(b * k.a + a) * k.c + c] = k.logits[(b * k.c + c) * k.a + a];
-            }
-        }
-    }
-    Tensor::<B, 3>::from_data(TensorData::new(bac, [k.b, k.a, k.c]), dev).swap_dims(1, 2)
+    transposed_view::<B>(&k.logits, [k.b, k.c, k.a], dev)
 }
 
 /// Value on `B` (no autodiff), from contiguous and from strided logits.

@@ -228,15 +228,7 @@ fn upload_scene<B: Backend>(s: &Scene, device: &B::Device) -> SceneTensors<B> {
 
 /// The scene's logits as a strided `[B, C, A]` view of a `[B, A, C]` tensor.
 fn strided_logits<B: Backend>(s: &Scene, device: &B::Device) -> Tensor<B, 3> {
-    let mut bac = vec![0.0f32; s.logits.len()];
-    for b in 0..s.b {
-        for c in 0..s.c {
-            for a in 0..s.a {
-                bac[(b * s.a + a) * s.c + c] = s.logits[(b * s.c + c) * s.a + a];
-            }
-        }
-    }
-    Tensor::<B, 3>::from_data(TensorData::new(bac, [s.b, s.a, s.c]), device).swap_dims(1, 2)
+    crate::test_util::transposed_view::<B>(&s.logits, [s.b, s.c, s.a], device)
 }
 
 /// The `Tensor`-level op on backend `B` against the host result, both configurations (the second one with

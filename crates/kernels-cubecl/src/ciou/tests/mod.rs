@@ -125,25 +125,37 @@ pub(crate) fn box_sets(seed: u64, dtype: DType) -> Vec<Boxes> {
     sets
 }
 
+/// `(iou, rho2/c2, v)` of ultralytics' CIoU for xyxy boxes `p`, `t` in float64 (eps 1e-7): the loss is
+/// `1 − (iou − (rho2/c2 + v·alpha))` with `alpha = v / (v − iou + 1 + eps)`.
+pub(crate) fn ciou_terms_f64(p: [f64; 4], t: [f64; 4]) -> (f64, f64, f64) {
+    let eps = CIOU_EPS as f64;
+    let (w1, h1) = (p[2] - p[0], p[3] - p[1] + eps);
+    let (w2, h2) = (t[2] - t[0], t[3] - t[1] + eps);
+    let inter = (p[2].min(t[2]) - p[0].max(t[0])).max(0.0) * (p[3].min(t[3]) - p[1].max(t[1])).max(0.0);
+    let union = w1 * h1 + w2 * h2 - inter + eps;
+    let iou = inter / union;
+    let cw = p[2].max(t[2]) - p[0].min(t[0]);
+    let ch = p[3].max(t[3]) - p[1].min(t[1]);
+    let c2 = cw * cw + ch * ch + eps;
+    let rho2 = ((t[0] + t[2] - p[0] - p[2]).powi(2) + (t[1] + t[3] - p[1] - p[3]).powi(2)) / 4.0;
+    let v = 4.0 / (std::f64::consts::PI * std::f64::consts::PI) * ((w2 / h2).atan() - (w1 / h1).atan()).powi(2);
+    (iou, rho2 / c2, v)
+}
+
+/// CIoU's `alpha` from [`ciou_terms_f64`]'s `iou` and `v`.
+pub(crate) fn ciou_alpha_f64(iou: f64, v: f64) -> f64 {
+    v / (v - iou + (1.0 + CIOU_EPS as f64))
+}
+
 /// Float64 host implementation of ultralytics' `1 − bbox_iou(.., xywh=False, CIoU=True)`: `(loss, alpha)`.
 pub(crate) fn forward_f64(b: &Boxes) -> (Vec<f64>, Vec<f64>) {
-    let eps = CIOU_EPS as f64;
     let (mut loss, mut alpha) = (Vec::new(), Vec::new());
     for i in 0..b.m() {
-        let p = |k: usize| b.pred[4 * i + k] as f64;
-        let t = |k: usize| b.target[4 * i + k] as f64;
-        let (w1, h1) = (p(2) - p(0), p(3) - p(1) + eps);
-        let (w2, h2) = (t(2) - t(0), t(3) - t(1) + eps);
-        let inter = (p(2).min(t(2)) - p(0).max(t(0))).max(0.0) * (p(3).min(t(3)) - p(1).max(t(1))).max(0.0);
-        let union = w1 * h1 + w2 * h2 - inter + eps;
-        let iou = inter / union;
-        let cw = p(2).max(t(2)) - p(0).min(t(0));
-        let ch = p(3).max(t(3)) - p(1).min(t(1));
-        let c2 = cw * cw + ch * ch + eps;
-        let rho2 = ((t(0) + t(2) - p(0) - p(2)).powi(2) + (t(1) + t(3) - p(1) - p(3)).powi(2)) / 4.0;
-        let v = 4.0 / (std::f64::consts::PI * std::f64::consts::PI) * ((w2 / h2).atan() - (w1 / h1).atan()).powi(2);
-        let a = v / (v - iou + (1.0 + eps));
-        loss.push(1.0 - (iou - (rho2 / c2 + v * a)));
+        let p: [f64; 4] = std::array::from_fn(|k| b.pred[4 * i + k] as f64);
+        let t: [f64; 4] = std::array::from_fn(|k| b.target[4 * i + k] as f64);
+        let (iou, r, v) = ciou_terms_f64(p, t);
+        let a = ciou_alpha_f64(iou, v);
+        loss.push(1.0 - (iou - (r + v * a)));
         alpha.push(a);
     }
     (loss, alpha)
