@@ -122,10 +122,7 @@ impl TaskAlignedAssigner {
                 target_gt_idx: tal.gt_idx,
             };
         }
-        // get_targets: gather the assigned GT's label (the box on demand); one-hot × normalised alignment
-        let target_labels = gt.labels.clone().gather(1, tal.gt_idx.clone()); // [B, A]
-        let in_range = target_labels.clone().greater_equal_elem(0).bool_and(target_labels.clone().lower_elem(c as i64));
-        let target_score_sum = tal.norm * in_range.float();
+        let (target_labels, target_score_sum) = get_targets(gt.labels.clone(), tal.gt_idx.clone(), tal.norm, c);
         Assignment {
             target_labels,
             gt_bboxes: gt.bboxes.clone().detach(),
@@ -135,4 +132,19 @@ impl TaskAlignedAssigner {
             target_gt_idx: tal.gt_idx,
         }
     }
+}
+
+/// ultralytics `get_targets` in per-anchor form (`G ≥ 1`): the assigned GT's label `[B, A]` and the target-score
+/// sum `[B, A]` — the normalised alignment `norm` where the label is in `[0, C)` (one-hot of the label), else 0.
+/// The target boxes are gathered where they are used ([`Assignment::target_bboxes`], the fused box loss).
+pub(crate) fn get_targets<B: Backend>(
+    gt_labels: Tensor<B, 2, Int>,
+    gt_idx: Tensor<B, 2, Int>,
+    norm: Tensor<B, 2>,
+    num_classes: usize,
+) -> (Tensor<B, 2, Int>, Tensor<B, 2>) {
+    let labels = gt_labels.gather(1, gt_idx);
+    let out_of_range = labels.clone().lower_elem(0).bool_or(labels.clone().greater_equal_elem(num_classes as i64));
+    let score_sum = norm.mask_fill(out_of_range, 0.0);
+    (labels, score_sum)
 }

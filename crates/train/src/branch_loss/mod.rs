@@ -27,6 +27,8 @@ use kernels_cubecl::bce_onehot::{bce_onehot_sum, BceOneHotBackend};
 use kernels_cubecl::decode::{BoxFormat, DetectDecodeBackend};
 use kernels_cubecl::tal::{TalBackend, TalConfig};
 
+use crate::assigner::get_targets;
+
 /// Constants of a branch: the assigner's parameters and the input image size `[W, H]` in pixels (the L1
 /// normalisation).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -113,7 +115,8 @@ pub fn compose<B: DetectDecodeBackend + TalBackend + BboxLossBackend + BceOneHot
         grid.clone().into_primitive().tensor(),
         BoxFormat::Xyxy,
     ));
-    let (gt_idx, fg, norm, labels) = if g == 0 || a == 0 || b == 0 {
+    // the label outside [0, C) gets no target and no box weight (see `get_targets`)
+    let (gt_idx, fg, score_sum, labels) = if g == 0 || a == 0 || b == 0 {
         let zeros = || Tensor::<B, 2>::zeros([b, a], (&device, dtype));
         let idx = Tensor::<B, 2, Int>::zeros([b, a], (&device, DType::from(int_dtype)));
         (idx, zeros(), zeros(), Tensor::<B, 2, Int>::zeros([b, a], (&device, gt_labels.dtype())))
@@ -130,12 +133,9 @@ pub fn compose<B: DetectDecodeBackend + TalBackend + BboxLossBackend + BceOneHot
             int_dtype,
         );
         let gt_idx: Tensor<B, 2, Int> = Tensor::from_primitive(i);
-        let labels = gt_labels.gather(1, gt_idx.clone()); // [B, A]
-        (gt_idx, float::<B, 2>(f), float::<B, 2>(n), labels)
+        let (labels, score_sum) = get_targets(gt_labels, gt_idx.clone(), float::<B, 2>(n), c);
+        (gt_idx, float::<B, 2>(f), score_sum, labels)
     };
-    // ultralytics one-hots the label: a label outside [0, C) gets no target (and no box weight)
-    let out_of_range = labels.clone().lower_elem(0).bool_or(labels.clone().greater_equal_elem(c as i64));
-    let score_sum = norm.mask_fill(out_of_range, 0.0);
 
     let sums_box = bbox_loss_sums(boxes, grid, gt_boxes, gt_idx.clone(), score_sum.clone(), cfg.image); // [3]
     let cls = bce_onehot_sum(scores, labels.clone(), score_sum.clone()); // [1]
