@@ -128,7 +128,23 @@ pub fn normalise_cuda(src: &str) -> String {
         lines[i + 1] = decl;
     }
     sort_in_place(&mut lines, is_cuda_local_decl);
+    sort_struct_blocks(&mut lines);
     lines.join("\n")
+}
+
+/// Sorts the consecutive `struct __align__(N) T { … };` vector-type declarations at the top of the CUDA
+/// source (emitted in hash order) by their text.
+fn sort_struct_blocks(lines: &mut Vec<String>) {
+    let Some(first) = lines.iter().position(|l| l.starts_with("struct __align__(")) else { return };
+    let mut blocks: Vec<Vec<String>> = Vec::new();
+    let mut i = first;
+    while i < lines.len() && lines[i].starts_with("struct __align__(") {
+        let Some(len) = lines[i..].iter().position(|l| l == "};") else { return };
+        blocks.push(lines[i..=i + len].to_vec());
+        i += len + 1;
+    }
+    blocks.sort();
+    lines.splice(first..i, blocks.into_iter().flatten());
 }
 
 /// Compiles a definition to every available target.
@@ -659,6 +675,84 @@ pub fn fa2_forward_cmma_cuda() -> String {
     normalise_cuda(&cuda(def))
 }
 
+/// CUDA C++ of the register-level tensor-core FA2 kernels (`forward_mma`, `backward_mma`; f16, Dk = 32,
+/// Dv = 64: the PSA shape), as `(name, source)`. CUDA only (`mma.sync`/`ldmatrix`).
+#[cfg(feature = "cuda")]
+pub fn fa2_mma_cuda() -> Vec<(&'static str, String)> {
+    use crate::attention::kernels::{backward_mma, forward_mma, mma::PLANE};
+    let f16_ty: StorageType = half::f16::as_type_native_unchecked().storage_type();
+    let t = || TensorCompilationArg { inplace: None };
+    let settings = |planes: usize| {
+        KernelSettings::default().cube_dim(CubeDim::new_2d(PLANE as u32, planes as u32)).address_type(AddressType::U32)
+    };
+    let (block_n, planes) = forward_mma::FORWARD_CONFIG;
+    let fwd = forward_mma::flash_fwd_mma_kernel::FlashFwdMmaKernel::<WgpuRuntime>::new(
+        settings(planes),
+        client(),
+        t(),
+        t(),
+        t(),
+        t(),
+        t(),
+        (),
+        (),
+        (),
+        32,
+        64,
+        planes,
+        block_n,
+        f16_ty,
+    )
+    .define();
+    let (planes, tile) = backward_mma::backward_config(32, 64);
+    let dkdv = backward_mma::flash_bwd_dkdv_mma_kernel::FlashBwdDkdvMmaKernel::<WgpuRuntime>::new(
+        settings(planes),
+        client(),
+        t(),
+        t(),
+        t(),
+        t(),
+        t(),
+        t(),
+        t(),
+        t(),
+        (),
+        (),
+        (),
+        32,
+        64,
+        planes,
+        tile,
+        f16_ty,
+    )
+    .define();
+    let dq = backward_mma::flash_bwd_dq_mma_kernel::FlashBwdDqMmaKernel::<WgpuRuntime>::new(
+        settings(planes),
+        client(),
+        t(),
+        t(),
+        t(),
+        t(),
+        t(),
+        t(),
+        t(),
+        (),
+        (),
+        (),
+        32,
+        64,
+        planes,
+        tile,
+        f16_ty,
+    )
+    .define();
+    vec![
+        ("fa2_forward_mma_f16_dk32_dv64.cu", normalise_cuda(&cuda(fwd))),
+        ("fa2_backward_dkdv_mma_f16_dk32_dv64.cu", normalise_cuda(&cuda(dkdv))),
+        ("fa2_backward_dq_mma_f16_dk32_dv64.cu", normalise_cuda(&cuda(dq))),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -673,6 +767,20 @@ mod tests {
             std::fs::write(std::path::Path::new(&dir).join("fa2_forward_cmma_f16_dk32_dv64.cu"), &src).expect("write");
         }
         insta::assert_snapshot!("fa2_forward_cmma_f16_dk32_dv64.cu", src);
+    }
+
+    #[cfg(feature = "cuda")]
+    #[test]
+    fn snapshot_fa2_mma_sources() {
+        for (name, src) in fa2_mma_cuda() {
+            assert!(src.contains("__mma_m16n8k16"), "{name}: no mma.sync in the source");
+            assert!(src.contains("__ldmatrix"), "{name}: no ldmatrix in the source");
+            if let Ok(dir) = std::env::var("KERNEL_SOURCE_DUMP") {
+                std::fs::create_dir_all(&dir).expect("create KERNEL_SOURCE_DUMP dir");
+                std::fs::write(std::path::Path::new(&dir).join(name), &src).expect("write");
+            }
+            insta::assert_snapshot!(name, src);
+        }
     }
 
     /// Writes the sources to `$KERNEL_SOURCE_DUMP/<name>.{wgsl,cu}` when that variable is set.

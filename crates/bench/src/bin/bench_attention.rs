@@ -49,7 +49,8 @@ struct Args {
     #[arg(long, value_delimiter = ',', default_value = "1,64")]
     psa_batches: Vec<usize>,
     /// Tuning sweep instead of the comparison: FA2 forward only, once per tensor-core configuration
-    /// `BNxP` (key-tile width 32|64 × planes 1–8), e.g. `64x4,64x8,32x4`; `auto` is the built-in choice
+    /// `BNxP` (key-tile width × planes), e.g. `64x4,64x8,32x4`; `auto` is the built-in choice. Applies to
+    /// the kernel the device selects: `mma` (BN 32|64|128, P 1|2|4|8) or `cmma` (BN 32|64, P 1–8)
     #[arg(long, value_delimiter = ',')]
     cmma_sweep: Vec<String>,
 }
@@ -61,9 +62,9 @@ fn parse_cmma(s: &str) -> Option<(usize, usize)> {
     }
     let parsed = s.split_once('x').and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)));
     match parsed {
-        Some(c @ (32 | 64, 1..=8)) => Some(c),
+        Some(c @ (32 | 64 | 128, 1..=8)) => Some(c),
         _ => {
-            eprintln!("bench-attention: bad --cmma-sweep entry '{s}' (BNxP with BN 32|64, P 1–8, or auto)");
+            eprintln!("bench-attention: bad --cmma-sweep entry '{s}' (BNxP with BN 32|64|128, P 1–8, or auto)");
             std::process::exit(2);
         }
     }
@@ -71,20 +72,28 @@ fn parse_cmma(s: &str) -> Option<(usize, usize)> {
 
 /// FA2 forward once per tensor-core configuration of `args.cmma_sweep`.
 fn sweep_shape<B: FlashAttentionBackend>(s: Shape, dtype: DType, dev: &B::Device, args: &Args) {
-    use kernels_cubecl::attention::kernels::forward_cmma::set_config_override;
+    use kernels_cubecl::attention::kernels::{forward_cmma, forward_mma};
     let scale = 1.0 / (s.d as f32).sqrt();
     let dt = format!("{dtype:?}").to_lowercase();
     let [q, k, v] = inputs::<B>(s, dtype, dev);
     B::sync(dev).unwrap();
     for cfg in &args.cmma_sweep {
-        set_config_override(parse_cmma(cfg));
+        let c = parse_cmma(cfg);
+        let mma_ok = c.is_none_or(|(bn, p)| p.is_power_of_two() && p <= 8 && bn <= 128);
+        let cmma_ok = c.is_none_or(|(bn, _)| bn <= 64);
+        if !mma_ok {
+            eprintln!("bench-attention: skipping {cfg} (not an mma configuration)");
+            continue;
+        }
+        forward_mma::set_config_override(c.filter(|_| mma_ok));
+        forward_cmma::set_config_override(c.filter(|_| cmma_ok));
         let (us, _) = time::<B>(dev, || {
             let _o = flash_attention(q.clone(), k.clone(), v.clone(), scale);
             B::sync(dev).unwrap();
             0
         });
         println!(
-            "| B{} H{} N{} D{} {dt} | FA2 forward, cmma {cfg} | {us:.1} | {:.2} | - |",
+            "| B{} H{} N{} D{} {dt} | FA2 forward, tile {cfg} | {us:.1} | {:.2} | - |",
             s.b,
             s.h,
             s.n,
@@ -92,7 +101,8 @@ fn sweep_shape<B: FlashAttentionBackend>(s: Shape, dtype: DType, dev: &B::Device
             tflops(s.fwd_flops(), us)
         );
     }
-    set_config_override(None);
+    forward_mma::set_config_override(None);
+    forward_cmma::set_config_override(None);
 }
 
 fn parse_dtype(s: &str) -> DType {

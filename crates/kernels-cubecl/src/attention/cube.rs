@@ -11,8 +11,11 @@ use super::kernels::{
     backward_delta::launch_delta,
     backward_dkdv::launch_dkdv,
     backward_dq::launch_dq,
+    backward_mma::{launch_dkdv_mma, launch_dq_mma},
     forward::launch_forward,
     forward_cmma::{cmma_supported, launch_forward_cmma},
+    forward_mma::launch_forward_mma,
+    mma::mma_supported,
     MAX_HEAD_DIM,
 };
 
@@ -81,7 +84,8 @@ fn empty<R: CubeRuntime>(like: &CubeTensor<R>, shape: Shape, dtype: DType) -> Cu
 
 /// Kernel forward: contiguous inputs, fresh outputs `o` (dtype of `q`) and `lse` (F32). f16/bf16 with head
 /// dims that are multiples of 16 run on tensor cores where the device has them
-/// ([`super::kernels::forward_cmma`]); everything else runs the plain kernel.
+/// ([`super::kernels::forward_mma`] on CUDA sm_80+, else [`super::kernels::forward_cmma`]); everything
+/// else runs the plain kernel.
 pub fn forward<R: CubeRuntime>(
     q: CubeTensor<R>,
     k: CubeTensor<R>,
@@ -94,7 +98,9 @@ pub fn forward<R: CubeRuntime>(
     let o = empty(&q, Shape::new([bh, nq, dv]), q.dtype);
     let lse = empty(&q, Shape::new([bh, nq]), DType::F32);
     let [_, _, dk] = q.meta.shape().dims::<3>();
-    if cmma_supported(&q, dk, dv) {
+    if mma_supported(&q, dk, dv) {
+        launch_forward_mma(&q, &k, &v, &o, &lse, scale);
+    } else if cmma_supported(&q, dk, dv) {
         launch_forward_cmma(&q, &k, &v, &o, &lse, scale);
     } else {
         launch_forward(&q, &k, &v, &o, &lse, scale);
@@ -102,7 +108,8 @@ pub fn forward<R: CubeRuntime>(
     (o, lse)
 }
 
-/// Kernel backward: `Δ = rowsum(dO ∘ O)`, then the dK/dV and dQ kernels.
+/// Kernel backward: `Δ = rowsum(dO ∘ O)`, then the dK/dV and dQ kernels (tensor-core versions from
+/// [`super::kernels::backward_mma`] where [`mma_supported`] holds).
 pub fn backward<R: CubeRuntime>(
     q: CubeTensor<R>,
     k: CubeTensor<R>,
@@ -127,8 +134,15 @@ pub fn backward<R: CubeRuntime>(
     let dq = empty(&q, q.meta.shape().clone(), q.dtype);
     let dk = empty(&q, k.meta.shape().clone(), q.dtype);
     let dv = empty(&q, v.meta.shape().clone(), q.dtype);
-    launch_dkdv(&q, &k, &v, &d_o, &lse, &delta, &dk, &dv, scale);
-    launch_dq(&q, &k, &v, &d_o, &lse, &delta, &dq, scale);
+    let [_, _, d_k] = q.meta.shape().dims::<3>();
+    let [_, _, d_v] = v.meta.shape().dims::<3>();
+    if mma_supported(&q, d_k, d_v) {
+        launch_dkdv_mma(&q, &k, &v, &d_o, &lse, &delta, &dk, &dv, scale);
+        launch_dq_mma(&q, &k, &v, &d_o, &lse, &delta, &dq, scale);
+    } else {
+        launch_dkdv(&q, &k, &v, &d_o, &lse, &delta, &dk, &dv, scale);
+        launch_dq(&q, &k, &v, &d_o, &lse, &delta, &dq, scale);
+    }
     (dq, dk, dv)
 }
 
@@ -139,7 +153,10 @@ pub mod raw {
         backward_delta::launch_delta,
         backward_dkdv::launch_dkdv,
         backward_dq::launch_dq,
+        backward_mma::{launch_dkdv_mma, launch_dq_mma},
         forward::launch_forward,
         forward_cmma::{cmma_supported, launch_forward_cmma},
+        forward_mma::launch_forward_mma,
+        mma::mma_supported,
     };
 }

@@ -9,10 +9,13 @@
 //! | kernel | grid | one unit owns | staged in shared memory |
 //! |---|---|---|---|
 //! | [`forward`] | `(⌈Nq/BM⌉, BH)` | one query row | a K tile, then a V tile (same buffer) |
-//! | [`forward_cmma`] (f16/bf16, tensor cores) | `(⌈Nq/BM⌉, BH)` | a plane: 16 query rows | Q block, K and V tiles, S, P, O |
+//! | [`forward_mma`] (f16/bf16, `mma.sync`, CUDA sm_80+) | `(⌈Nq/BM⌉, BH)` | a plane: 16 query rows (S, O in registers) | Q block, K and V tiles |
+//! | [`forward_cmma`] (f16/bf16, `wmma`) | `(⌈Nq/BM⌉, BH)` | a plane: 16 query rows | Q block, K and V tiles, S, P, O |
 //! | [`backward_delta`] | `⌈BH·Nq / 256⌉` | one query row | — |
 //! | [`backward_dkdv`] | `(⌈Nk/BN⌉, BH)` | one key row | Q, dO tiles + LSE, Δ of `BM` query rows |
 //! | [`backward_dq`] | `(⌈Nq/BM⌉, BH)` | one query row | K and V tiles |
+//! | [`backward_mma`] dK/dV (f16/bf16, `mma.sync`) | `(⌈Nk/BN⌉, BH)` | a plane: 16 keys (dK, dV in registers) | K, V block; Q, dO tiles |
+//! | [`backward_mma`] dQ (f16/bf16, `mma.sync`) | `(⌈Nq/BM⌉, BH)` | a plane: 16 query rows (dQ in registers) | Q, dO block; K, V tiles |
 //!
 //! Tails (`N` not a multiple of the block) are handled by bounds (loops run to the number of valid rows of
 //! the tile; units whose row is out of range compute on zeros and never write), so no `-inf` is needed
@@ -21,8 +24,11 @@
 pub mod backward_delta;
 pub mod backward_dkdv;
 pub mod backward_dq;
+pub mod backward_mma;
 pub mod forward;
 pub mod forward_cmma;
+pub mod forward_mma;
+pub mod mma;
 
 use burn_cubecl::{tensor::CubeTensor, CubeRuntime};
 

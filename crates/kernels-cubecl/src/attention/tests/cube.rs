@@ -54,6 +54,16 @@ pub(crate) fn check_kernels<R: CubeRuntime, BT: BoolElement>(
         set_config_override(None);
         eprintln!("  tensor-core forward checked");
     }
+    // Register-level tensor-core forward (`mma.sync`), where the device has it (CUDA sm_80+ f16/bf16).
+    let mma = raw::mma_supported(&q, dk, dv);
+    if mma {
+        let o = poisoned::<R, BT, 3>([bh, nq, dv], dtype, device);
+        let lse = poisoned::<R, BT, 2>([bh, nq], DType::F32, device);
+        raw::launch_forward_mma(&q, &k, &v, &o, &lse, scale);
+        assert_close("o (mma)", &download::<R, BT, 3>(o), &want.o, tol);
+        assert_close("lse (mma)", &download::<R, BT, 2>(lse), &want.lse, 1e-4);
+        eprintln!("  mma forward checked");
+    }
 
     // Backward with the reference's o (rounded to the storage dtype) and lse.
     let o_ref: Vec<f32> = round_to(want.o.iter().map(|&a| a as f32).collect(), dtype);
@@ -77,6 +87,18 @@ pub(crate) fn check_kernels<R: CubeRuntime, BT: BoolElement>(
     assert_close("dq", &download::<R, BT, 3>(dq), &want.dq, gtol);
     assert_close("dk", &download::<R, BT, 3>(dkk), &want.dk, gtol);
     assert_close("dv", &download::<R, BT, 3>(dvv), &want.dv, gtol);
+
+    if mma {
+        let dq = poisoned::<R, BT, 3>([bh, nq, dk], dtype, device);
+        let dkk = poisoned::<R, BT, 3>([bh, nk, dk], dtype, device);
+        let dvv = poisoned::<R, BT, 3>([bh, nk, dv], dtype, device);
+        raw::launch_dkdv_mma(&q, &k, &v, &d_o, &lse_in, &delta, &dkk, &dvv, scale);
+        raw::launch_dq_mma(&q, &k, &v, &d_o, &lse_in, &delta, &dq, scale);
+        assert_close("dq (mma)", &download::<R, BT, 3>(dq), &want.dq, gtol);
+        assert_close("dk (mma)", &download::<R, BT, 3>(dkk), &want.dk, gtol);
+        assert_close("dv (mma)", &download::<R, BT, 3>(dvv), &want.dv, gtol);
+        eprintln!("  mma backward checked");
+    }
 }
 
 /// Backend-level op (`CubeBackend::flash_attention_forward`/`_backward`) on non-contiguous inputs

@@ -49,9 +49,11 @@ fn cuda_cmma_forward_is_selected() {
             let q =
                 crate::test_util::upload::<CudaRuntime, Bt, 3>(&vec![0.5; 2 * 8 * dk], [2, 8, dk], dtype, &device());
             assert!(raw::cmma_supported(&q, dk, dv), "{dtype:?} dk {dk} dv {dv}: tensor-core forward not selected");
+            assert!(raw::mma_supported(&q, dk, dv), "{dtype:?} dk {dk} dv {dv}: mma kernels not selected");
         }
         let q = crate::test_util::upload::<CudaRuntime, Bt, 3>(&vec![0.5; 2 * 8 * 24], [2, 8, 24], dtype, &device());
         assert!(!raw::cmma_supported(&q, 24, 24), "head dim 24 is not a multiple of 16");
+        assert!(!raw::mma_supported(&q, 24, 24), "head dim 24 is not a multiple of 16");
     }
 }
 
