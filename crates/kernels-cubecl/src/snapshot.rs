@@ -64,13 +64,11 @@ pub fn wgsl(def: KernelDefinition) -> String {
 #[cfg(feature = "cuda")]
 pub fn cuda(def: KernelDefinition) -> String {
     type C = cubecl::cuda::CudaCompiler;
+    // As the CUDA runtime sets it (`fast_math` kernels get `__expf` & co.).
+    let mut options = <C as Compiler>::CompilationOptions::default();
+    options.supports_features.fast_math = true;
     C::default()
-        .compile(
-            def,
-            &<C as Compiler>::CompilationOptions::default(),
-            ExecutionMode::Unchecked,
-            AddressType::U32.unsigned_type(),
-        )
+        .compile(def, &options, ExecutionMode::Unchecked, AddressType::U32.unsigned_type())
         .expect("CUDA C++ compilation")
         .to_string()
 }

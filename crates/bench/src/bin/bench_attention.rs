@@ -5,6 +5,9 @@
 //! For each shape and dtype it prints the median time (µs), TFLOP/s (forward `4·B·H·N²·D`; forward +
 //! backward counted as 3.5× the forward, FA2's convention) and the device memory held after the forward
 //! (Autodiff graph alive, i.e. what the backward keeps), measured with CubeCL's `memory_usage()`.
+//! Plain rows time one call followed by a device sync; for the PSA-like shapes the "N calls per sync" rows
+//! issue 20 calls back to back and then sync (per-call time: the throughput of a training loop, which does
+//! not sync per step, and what CUDA-event timings such as the PyTorch SDPA anchors measure).
 //!
 //! ```text
 //! bench-attention --device cuda --dtypes f16,f32 --long-first   # the H200 run for docs/BENCHMARKS.md
@@ -162,6 +165,27 @@ fn time<B: Backend>(dev: &B::Device, mut run: impl FnMut() -> u64) -> (f64, u64)
     (us, held)
 }
 
+/// Median µs per call of `run` issued `calls` times back to back between two device syncs (the
+/// throughput of a training loop, which does not sync per step; comparable to CUDA-event timings).
+fn time_batched<B: Backend>(dev: &B::Device, calls: usize, mut run: impl FnMut()) -> f64 {
+    let us = median_us(
+        || {
+            for _ in 0..calls {
+                run();
+            }
+            B::sync(dev).expect("device sync");
+        },
+        1,
+        3,
+        20,
+        Duration::from_millis(600),
+    );
+    us / calls as f64
+}
+
+/// Calls per sync in the batched rows.
+const BATCH_CALLS: usize = 20;
+
 fn bench_shape<B: FlashAttentionBackend>(s: Shape, dtype: DType, dev: &B::Device, mem: &dyn Fn() -> u64, max_gib: f64)
 where
     Autodiff<B>: FlashAttentionBackend,
@@ -181,17 +205,29 @@ where
     B::sync(dev).unwrap();
     let (us, _) = time::<B>(dev, || {
         let _o = flash_attention(q.clone(), k.clone(), v.clone(), scale);
-        B::sync(dev).unwrap();
         0
     });
     row("FA2 forward", us, flops, None);
+    // Batched rows only where a call is short enough for host overhead to matter.
+    let batched = s.n <= 1024;
+    if batched {
+        let us = time_batched::<B>(dev, BATCH_CALLS, || {
+            let _o = flash_attention(q.clone(), k.clone(), v.clone(), scale);
+        });
+        row(&format!("FA2 forward, {BATCH_CALLS} calls per sync"), us, flops, None);
+    }
     if burn_ok {
         let (us, _) = time::<B>(dev, || {
             let _o = burn_attention(q.clone(), k.clone(), v.clone());
-            B::sync(dev).unwrap();
             0
         });
         row("burn attention forward", us, flops, None);
+        if batched {
+            let us = time_batched::<B>(dev, BATCH_CALLS, || {
+                let _o = burn_attention(q.clone(), k.clone(), v.clone());
+            });
+            row(&format!("burn attention forward, {BATCH_CALLS} calls per sync"), us, flops, None);
+        }
     }
 
     // forward + backward
@@ -206,6 +242,12 @@ where
         held
     });
     row("FA2 forward+backward", us, 3.5 * flops, Some(held));
+    if batched {
+        let us = time_batched::<B>(dev, BATCH_CALLS, || {
+            let _g = flash_attention(q.clone(), k.clone(), v.clone(), scale).sum().backward();
+        });
+        row(&format!("FA2 forward+backward, {BATCH_CALLS} calls per sync"), us, 3.5 * flops, None);
+    }
     if burn_ok {
         let (us, held) = time::<B>(dev, || {
             let o = burn_attention(q.clone(), k.clone(), v.clone());
@@ -215,6 +257,13 @@ where
             held
         });
         row("burn autodiff attention forward+backward", us, 3.5 * flops, Some(held));
+        if batched {
+            let us = time_batched::<B>(dev, BATCH_CALLS, || {
+                let _g = burn_attention(q.clone(), k.clone(), v.clone()).sum().backward();
+            });
+            let what = format!("burn autodiff attention forward+backward, {BATCH_CALLS} calls per sync");
+            row(&what, us, 3.5 * flops, None);
+        }
     } else {
         println!("| {label} | burn attention | skipped: scores {:.1} GiB per tensor | | |", s.scores_gib(dtype));
     }

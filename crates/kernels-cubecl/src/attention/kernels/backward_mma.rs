@@ -31,13 +31,14 @@ use burn_cubecl::{tensor::CubeTensor, CubeRuntime};
 
 use super::mma::{acc_as_a, ldsm_x4, load_tile, mma_into, take4, tile_bytes, zero_acc};
 use super::mma::{A2, PLANE, R2, V8};
+use cubecl::ir::FastMath;
 
 /// LSE of query rows past `Nq` in the dK/dV kernel: `exp(S − BIG) = 0`.
 const BIG: f32 = 1.0e30;
 
 /// FA2 dK/dV. `q: [BH, nq, dk]`, `k: [BH, nk, dk]`, `v: [BH, nk, dv]`, `d_o: [BH, nq, dv]` (f16/bf16),
 /// `lse`, `delta`: f32 `[BH, nq]` → `dk_out: [BH, nk, dk]`, `dv_out: [BH, nk, dv]`. All contiguous.
-#[cube(launch_unchecked)]
+#[cube(launch_unchecked, fast_math = FastMath::ReducedPrecision | FastMath::NotNaN | FastMath::NotInf)]
 pub fn flash_bwd_dkdv_mma_kernel<F: Float>(
     q: &Tensor<V8<F>>,
     k: &Tensor<V8<F>>,
@@ -204,7 +205,7 @@ pub fn flash_bwd_dkdv_mma_kernel<F: Float>(
 }
 
 /// FA2 dQ. Inputs as [`flash_bwd_dkdv_mma_kernel`] → `dq_out: [BH, nq, dk]`.
-#[cube(launch_unchecked)]
+#[cube(launch_unchecked, fast_math = FastMath::ReducedPrecision | FastMath::NotNaN | FastMath::NotInf)]
 pub fn flash_bwd_dq_mma_kernel<F: Float>(
     q: &Tensor<V8<F>>,
     k: &Tensor<V8<F>>,

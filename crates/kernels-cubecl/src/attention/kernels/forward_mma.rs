@@ -22,11 +22,12 @@ use burn_cubecl::{tensor::CubeTensor, CubeRuntime};
 use super::mma::{acc_as_a, ldsm_x4, load_tile, mma_into, quad_max, quad_sum, take4, tile_bytes, zero_acc};
 use super::mma::{A2, PLANE, R2, V8};
 use super::NEG_BIG;
+use cubecl::ir::FastMath;
 
 /// `q: [BH, nq, dk]`, `k: [BH, nk, dk]`, `v: [BH, nk, dv]` (f16/bf16, read in 8-element chunks) →
 /// `o: [BH, nq, dv]` (written in pairs), `lse: [BH, nq]` f32. All contiguous; `dk`, `dv` multiples of
 /// 16; cube = `(32, planes)` units; `block_n` a multiple of 16.
-#[cube(launch_unchecked)]
+#[cube(launch_unchecked, fast_math = FastMath::ReducedPrecision | FastMath::NotNaN | FastMath::NotInf)]
 pub fn flash_fwd_mma_kernel<F: Float>(
     q: &Tensor<V8<F>>,
     k: &Tensor<V8<F>>,

@@ -17,6 +17,10 @@
 //! register, the A fragment of the 16×16 block of columns `16c .. 16c+16` — the FA2 trick that feeds
 //! `P = softmax(S)` straight from the `S` accumulator into `P·V` without shared memory.
 //!
+//! The kernels are compiled with `fast_math = ReducedPrecision | NotNaN | NotInf`: f32 `exp`/`ln` become
+//! the hardware approximations (`__expf`, `__logf`; a few ulp, and exactly 0 for the −10³⁰ of masked
+//! scores). Every value is finite by construction (finite running-max start, finite mask value).
+//!
 //! # Shared memory
 //!
 //! Tiles are staged row-major in 16-byte chunks ([`V8`]), each row padded by one chunk (`stride = D/8 + 1`
