@@ -14,12 +14,16 @@
 //! in registers for the whole key loop: lane `(g, t)` holds rows `g` and `g+8`, so the row max and sum
 //! are a quad reduction (two shuffles), `α`-rescaling of `O` happens in registers, and the `S`
 //! accumulator *is* the A fragment of `P·V`. Per key tile (`BN` keys, comptime) the cube stages K and V
-//! in shared memory (zero rows past `Nk`); `ldmatrix` feeds the B fragments (V transposed on the fly).
+//! in shared memory (zero rows past `Nk`, two buffers: the next tile's global loads are issued into
+//! registers before the current tile's products and stored after them, one cube sync per tile);
+//! `ldmatrix` feeds the B fragments (V transposed on the fly).
 use cubecl::prelude::*;
 
 use burn_cubecl::{tensor::CubeTensor, CubeRuntime};
 
-use super::mma::{acc_as_a, ldsm_x4, load_tile, mma_into, quad_max, quad_sum, take4, tile_bytes, zero_acc};
+use super::mma::{
+    acc_as_a, fetch_tile, ldsm_x4, load_tile, mma_into, quad_max, quad_sum, store_tile, take4, tile_bytes, zero_acc,
+};
 use super::mma::{A2, PLANE, R2, V8};
 use super::NEG_BIG;
 use cubecl::ir::FastMath;
@@ -57,8 +61,10 @@ pub fn flash_fwd_mma_kernel<F: Float>(
     let row0 = CUBE_POS_X as usize * block_m;
 
     let mut q_s = SharedMemory::<V8<F>>::new(block_m * ks);
-    let mut k_s = SharedMemory::<V8<F>>::new(block_n * ks);
-    let mut v_s = SharedMemory::<V8<F>>::new(block_n * vs);
+    // Two K and two V tiles: tile `kt` lives at rows `(kt % 2)·block_n ..`; the next one is fetched into
+    // registers during the current one's products and stored into the other half (one sync per tile).
+    let mut k_s = SharedMemory::<V8<F>>::new(2 * block_n * ks);
+    let mut v_s = SharedMemory::<V8<F>>::new(2 * block_n * vs);
 
     load_tile::<F>(q, &mut q_s, (bh * nq + row0) * (dk / 8usize), nq - row0, block_m, dk / 8usize, units);
     sync_cube();
@@ -80,11 +86,23 @@ pub fn flash_fwd_mma_kernel<F: Float>(
     let mut l1 = f32::new(0.0);
 
     let num_tiles = nk.div_ceil(block_n);
+    let kr = fetch_tile::<F>(k, (bh * nk) * (dk / 8usize), nk, block_n, dk / 8usize, units);
+    let vr = fetch_tile::<F>(v, (bh * nk) * (dv / 8usize), nk, block_n, dv / 8usize, units);
+    store_tile::<F>(&kr, &mut k_s, 0usize, block_n, dk / 8usize, units);
+    store_tile::<F>(&vr, &mut v_s, 0usize, block_n, dv / 8usize, units);
+    sync_cube();
     for kt in 0..num_tiles {
         let j0 = kt * block_n;
-        load_tile::<F>(k, &mut k_s, (bh * nk + j0) * (dk / 8usize), nk - j0, block_n, dk / 8usize, units);
-        load_tile::<F>(v, &mut v_s, (bh * nk + j0) * (dv / 8usize), nk - j0, block_n, dv / 8usize, units);
-        sync_cube();
+        let cur = (kt % 2) * block_n;
+        let next = block_n - cur;
+        // Prefetch tile kt + 1 (nothing past the last tile).
+        let jn = j0 + block_n;
+        let mut valid_next = 0usize;
+        if jn < nk {
+            valid_next = nk - jn;
+        }
+        let kr = fetch_tile::<F>(k, (bh * nk + jn) * (dk / 8usize), valid_next, block_n, dk / 8usize, units);
+        let vr = fetch_tile::<F>(v, (bh * nk + jn) * (dv / 8usize), valid_next, block_n, dv / 8usize, units);
 
         // S = Q Kᵀ (16 rows × block_n keys per plane).
         let mut s = zero_acc(block_n / 4usize);
@@ -93,7 +111,7 @@ pub fn flash_fwd_mma_kernel<F: Float>(
             let a = take4::<F>(&qa, 4usize * kf);
             #[unroll]
             for np in 0..block_n / 16 {
-                let b = ldsm_x4::<F>(&k_s, np * 16usize, 2usize * kf, ks, false, false);
+                let b = ldsm_x4::<F>(&k_s, cur + np * 16usize, 2usize * kf, ks, false, false);
                 mma_into::<F>(&a, &b, 0usize, &mut s, 4usize * np);
                 mma_into::<F>(&a, &b, 2usize, &mut s, 4usize * np + 2usize);
             }
@@ -170,11 +188,14 @@ pub fn flash_fwd_mma_kernel<F: Float>(
             let pa = acc_as_a::<F>(&s, kc);
             #[unroll]
             for dp in 0..dv / 16 {
-                let b = ldsm_x4::<F>(&v_s, kc * 16usize, 2usize * dp, vs, true, true);
+                let b = ldsm_x4::<F>(&v_s, cur + kc * 16usize, 2usize * dp, vs, true, true);
                 mma_into::<F>(&pa, &b, 0usize, &mut o_acc, 4usize * dp);
                 mma_into::<F>(&pa, &b, 2usize, &mut o_acc, 4usize * dp + 2usize);
             }
         }
+        // The other half was last read in iteration kt − 1, before its closing sync.
+        store_tile::<F>(&kr, &mut k_s, next, block_n, dk / 8usize, units);
+        store_tile::<F>(&vr, &mut v_s, next, block_n, dv / 8usize, units);
         sync_cube();
     }
 
@@ -231,7 +252,7 @@ pub fn forward_config() -> (usize, usize) {
 
 /// Shared memory the forward declares, in bytes.
 pub fn forward_shared_bytes(dk: usize, dv: usize, planes: usize, block_n: usize) -> usize {
-    tile_bytes(planes * 16, dk) + tile_bytes(block_n, dk) + tile_bytes(block_n, dv)
+    tile_bytes(planes * 16, dk) + 2 * (tile_bytes(block_n, dk) + tile_bytes(block_n, dv))
 }
 
 /// Launches [`flash_fwd_mma_kernel`] (check [`super::mma::mma_supported`] first) writing every element

@@ -155,6 +155,61 @@ pub fn load_tile<F: Float>(
     }
 }
 
+/// Global half of a tile copy: the calling unit's chunks of a `rows × chunks` tile at `src[base ..]`
+/// (unit `u` takes chunks `u, u + units, …`), zero past row `valid`. With [`store_tile`] this lets a
+/// kernel fetch the next tile into registers while it computes on the current one.
+#[allow(clippy::collapsible_if)] // kept nested: the row test only matters for in-range chunks
+#[cube]
+pub fn fetch_tile<F: Float>(
+    src: &Tensor<V8<F>>,
+    base: usize,
+    valid: usize,
+    #[comptime] rows: usize,
+    #[comptime] chunks: usize,
+    #[comptime] units: usize,
+) -> Array<V8<F>> {
+    let per = comptime!((rows * chunks).div_ceil(units));
+    let total = comptime!(rows * chunks);
+    let mut regs = Array::<V8<F>>::new(per);
+    let u = UNIT_POS as usize;
+    #[unroll]
+    for i in 0..per {
+        let idx = u + i * units;
+        let mut x = V8::<F>::new(F::new(0.0));
+        if idx < total {
+            if idx / chunks < valid {
+                x = src[base + idx];
+            }
+        }
+        regs[i] = x;
+    }
+    regs
+}
+
+/// Shared half of a tile copy: stores [`fetch_tile`]'s registers at rows `row0 ..` of the padded tile
+/// `dst` (`chunks + 1` per row).
+#[cube]
+pub fn store_tile<F: Float>(
+    regs: &Array<V8<F>>,
+    dst: &mut SharedMemory<V8<F>>,
+    row0: usize,
+    #[comptime] rows: usize,
+    #[comptime] chunks: usize,
+    #[comptime] units: usize,
+) {
+    let per = comptime!((rows * chunks).div_ceil(units));
+    let total = comptime!(rows * chunks);
+    let stride = comptime!(chunks + 1);
+    let u = UNIT_POS as usize;
+    #[unroll]
+    for i in 0..per {
+        let idx = u + i * units;
+        if idx < total {
+            dst[row0 * stride + idx + idx / chunks] = regs[i];
+        }
+    }
+}
+
 /// Row max / sum over the four lanes of a quad (the lanes holding one accumulator row).
 #[cube]
 pub fn quad_max(x: f32) -> f32 {
