@@ -126,7 +126,8 @@ pub fn backward<R: CubeRuntime>(
     let d_o = if d_o.dtype == q.dtype { d_o } else { burn_cubecl::kernel::cast(d_o, q.dtype) };
     let o = if o.dtype == q.dtype { o } else { burn_cubecl::kernel::cast(o, q.dtype) };
     let (o, d_o, lse) = (into_contiguous(o), into_contiguous(d_o), into_contiguous(lse));
-    let [bh, nq, _] = q.meta.shape().dims::<3>();
+    let [bh, nq, d_k] = q.meta.shape().dims::<3>();
+    let [_, _, d_v] = v.meta.shape().dims::<3>();
 
     let delta = empty(&q, Shape::new([bh, nq]), DType::F32);
     launch_delta(&o, &d_o, &delta);
@@ -134,8 +135,6 @@ pub fn backward<R: CubeRuntime>(
     let dq = empty(&q, q.meta.shape().clone(), q.dtype);
     let dk = empty(&q, k.meta.shape().clone(), q.dtype);
     let dv = empty(&q, v.meta.shape().clone(), q.dtype);
-    let [_, _, d_k] = q.meta.shape().dims::<3>();
-    let [_, _, d_v] = v.meta.shape().dims::<3>();
     if mma_supported(&q, d_k, d_v) {
         launch_dkdv_mma(&q, &k, &v, &d_o, &lse, &delta, &dk, &dv, scale);
         launch_dq_mma(&q, &k, &v, &d_o, &lse, &delta, &dq, scale);

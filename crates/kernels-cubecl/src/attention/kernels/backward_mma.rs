@@ -29,7 +29,7 @@ use cubecl::prelude::*;
 
 use burn_cubecl::{tensor::CubeTensor, CubeRuntime};
 
-use super::mma::{acc_as_a, ldsm_x4, load_tile, mma_into, take4, tile_bytes, zero_acc};
+use super::mma::{acc_as_a, ldsm_x4, load_tile, mma_into, plane_a_frags, store_acc_rows, take4, tile_bytes, zero_acc};
 use super::mma::{A2, PLANE, R2, V8};
 use cubecl::ir::FastMath;
 
@@ -184,24 +184,8 @@ pub fn flash_bwd_dkdv_mma_kernel<F: Float>(
     let r0 = col0 + plane * 16 + g;
     let r1 = r0 + 8;
     let sc = A2::new(scale);
-    #[unroll]
-    for nd in 0..dk / 8 {
-        if r0 < nk {
-            dk_out[((bh * nk + r0) * dk) / 2 + nd * 4 + t] = R2::<F>::cast_from(dk_acc[2 * nd] * sc);
-        }
-        if r1 < nk {
-            dk_out[((bh * nk + r1) * dk) / 2 + nd * 4 + t] = R2::<F>::cast_from(dk_acc[2 * nd + 1] * sc);
-        }
-    }
-    #[unroll]
-    for nd in 0..dv / 8 {
-        if r0 < nk {
-            dv_out[((bh * nk + r0) * dv) / 2 + nd * 4 + t] = R2::<F>::cast_from(dv_acc[2 * nd]);
-        }
-        if r1 < nk {
-            dv_out[((bh * nk + r1) * dv) / 2 + nd * 4 + t] = R2::<F>::cast_from(dv_acc[2 * nd + 1]);
-        }
-    }
+    store_acc_rows::<F>(dk_out, &dk_acc, bh, nk, r0, r1, t, sc, sc, true, dk);
+    store_acc_rows::<F>(dv_out, &dv_acc, bh, nk, r0, r1, t, sc, sc, false, dv);
 }
 
 /// FA2 dQ. Inputs as [`flash_bwd_dkdv_mma_kernel`] → `dq_out: [BH, nq, dk]`.
@@ -244,24 +228,8 @@ pub fn flash_bwd_dq_mma_kernel<F: Float>(
     load_tile::<F>(q, &mut q_s, (bh * nq + row0) * (dk / 8usize), nq - row0, block_m, dk / 8usize, units);
     load_tile::<F>(d_o, &mut do_s, (bh * nq + row0) * (dv / 8usize), nq - row0, block_m, dv / 8usize, units);
     sync_cube();
-    let mut qa = Array::<R2<F>>::new(dk / 4);
-    #[unroll]
-    for kf in 0..dk / 16 {
-        let f = ldsm_x4::<F>(&q_s, plane * 16usize, 2usize * kf, ks, true, false);
-        #[unroll]
-        for i in 0..4usize {
-            qa[4 * kf + i] = f[i];
-        }
-    }
-    let mut oa = Array::<R2<F>>::new(dv / 4);
-    #[unroll]
-    for kf in 0..dv / 16 {
-        let f = ldsm_x4::<F>(&do_s, plane * 16usize, 2usize * kf, vs, true, false);
-        #[unroll]
-        for i in 0..4usize {
-            oa[4 * kf + i] = f[i];
-        }
-    }
+    let qa = plane_a_frags::<F>(&q_s, plane, dk);
+    let oa = plane_a_frags::<F>(&do_s, plane, dv);
     let r0 = row0 + plane * 16 + g;
     let r1 = r0 + 8;
     let mut lse0 = f32::new(BIG);
@@ -361,15 +329,7 @@ pub fn flash_bwd_dq_mma_kernel<F: Float>(
     }
 
     let sc = A2::new(scale);
-    #[unroll]
-    for nd in 0..dk / 8 {
-        if r0 < nq {
-            dq_out[((bh * nq + r0) * dk) / 2 + nd * 4 + t] = R2::<F>::cast_from(dq_acc[2 * nd] * sc);
-        }
-        if r1 < nq {
-            dq_out[((bh * nq + r1) * dk) / 2 + nd * 4 + t] = R2::<F>::cast_from(dq_acc[2 * nd + 1] * sc);
-        }
-    }
+    store_acc_rows::<F>(dq_out, &dq_acc, bh, nq, r0, r1, t, sc, sc, true, dk);
 }
 
 /// `(planes, query rows per tile)` of the dK/dV kernel and `(planes, keys per tile)` of the dQ kernel for

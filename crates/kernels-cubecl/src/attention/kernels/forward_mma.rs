@@ -22,7 +22,8 @@ use cubecl::prelude::*;
 use burn_cubecl::{tensor::CubeTensor, CubeRuntime};
 
 use super::mma::{
-    acc_as_a, fetch_tile, ldsm_x4, load_tile, mma_into, quad_max, quad_sum, store_tile, take4, tile_bytes, zero_acc,
+    acc_as_a, fetch_tile, ldsm_x4, load_tile, mma_into, plane_a_frags, quad_max, quad_sum, store_acc_rows, store_tile,
+    take4, tile_bytes, zero_acc,
 };
 use super::mma::{A2, PLANE, R2, V8};
 use super::NEG_BIG;
@@ -68,15 +69,7 @@ pub fn flash_fwd_mma_kernel<F: Float>(
 
     load_tile::<F>(q, &mut q_s, (bh * nq + row0) * (dk / 8usize), nq - row0, block_m, dk / 8usize, units);
     sync_cube();
-    let mut qa = Array::<R2<F>>::new(dk / 4);
-    #[unroll]
-    for kf in 0..dk / 16 {
-        let f = ldsm_x4::<F>(&q_s, plane * 16usize, 2usize * kf, ks, true, false);
-        #[unroll]
-        for i in 0..4usize {
-            qa[4 * kf + i] = f[i];
-        }
-    }
+    let qa = plane_a_frags::<F>(&q_s, plane, dk);
 
     let mut o_acc = zero_acc(dv / 4usize);
     // Running max and lane-partial sum of rows g (…0) and g+8 (…1).
@@ -206,15 +199,7 @@ pub fn flash_fwd_mma_kernel<F: Float>(
     let inv1 = A2::new(f32::new(1.0) / l1);
     let r0 = row0 + plane * 16 + g;
     let r1 = r0 + 8;
-    #[unroll]
-    for nd in 0..dv / 8 {
-        if r0 < nq {
-            o[((bh * nq + r0) * dv) / 2 + nd * 4 + t] = R2::<F>::cast_from(o_acc[2 * nd] * inv0);
-        }
-        if r1 < nq {
-            o[((bh * nq + r1) * dv) / 2 + nd * 4 + t] = R2::<F>::cast_from(o_acc[2 * nd + 1] * inv1);
-        }
-    }
+    store_acc_rows::<F>(o, &o_acc, bh, nq, r0, r1, t, inv0, inv1, true, dv);
     if t == 0 {
         if r0 < nq {
             lse[bh * nq + r0] = m0 + l0.ln();

@@ -210,6 +210,60 @@ pub fn store_tile<F: Float>(
     }
 }
 
+/// The A fragments of a plane's 16 rows (`16·plane ..`) of a padded tile with `d` columns, every 16-column
+/// block: `d/4` registers, block `kf` at `[4kf .. 4kf+4]` (see [`take4`]).
+#[cube]
+pub fn plane_a_frags<F: Float>(tile: &SharedMemory<V8<F>>, plane: usize, #[comptime] d: usize) -> Array<R2<F>> {
+    let stride = comptime!(d / 8 + 1);
+    let mut out = Array::<R2<F>>::new(d / 4);
+    #[unroll]
+    for kf in 0..d / 16 {
+        let f = ldsm_x4::<F>(tile, plane * 16usize, 2usize * kf, stride, true, false);
+        #[unroll]
+        for i in 0..4usize {
+            out[4 * kf + i] = f[i];
+        }
+    }
+    out
+}
+
+/// Writes a plane's 16 × `d` accumulator to rows `r0` (its row `g`) and `r1` (row `g + 8`) of the
+/// `[.., n, d]` tensor `out` at batch-head `bh`, multiplied by `s0` / `s1` when `scaled`; rows ≥ `n` are
+/// skipped. Lane `(g, t)` writes columns `8·j + 2t, +1` of each n-tile `j`.
+#[allow(clippy::too_many_arguments, clippy::assign_op_pattern)] // `x = x * s`: the form the snapshot was checked in
+#[cube]
+pub fn store_acc_rows<F: Float>(
+    out: &mut Tensor<R2<F>>,
+    acc: &Array<A2>,
+    bh: usize,
+    n: usize,
+    r0: usize,
+    r1: usize,
+    t: usize,
+    s0: A2,
+    s1: A2,
+    #[comptime] scaled: bool,
+    #[comptime] d: usize,
+) {
+    #[unroll]
+    for nd in 0..d / 8 {
+        if r0 < n {
+            let mut x = acc[2 * nd];
+            if scaled {
+                x = x * s0;
+            }
+            out[((bh * n + r0) * d) / 2 + nd * 4 + t] = R2::<F>::cast_from(x);
+        }
+        if r1 < n {
+            let mut x = acc[2 * nd + 1];
+            if scaled {
+                x = x * s1;
+            }
+            out[((bh * n + r1) * d) / 2 + nd * 4 + t] = R2::<F>::cast_from(x);
+        }
+    }
+}
+
 /// Row max / sum over the four lanes of a quad (the lanes holding one accumulator row).
 #[cube]
 pub fn quad_max(x: f32) -> f32 {
