@@ -52,7 +52,7 @@ fn check(name: &str, ours: &[f32], reference: &[f32], tol: f64) {
 }
 
 fn terms_host<B: Backend>(t: &LossTerms<B>) -> Vec<f32> {
-    [&t.box_loss, &t.cls_loss, &t.l1_loss].iter().map(|x| host((*x).clone())[0]).collect()
+    [t.box_loss(), t.cls_loss(), t.l1_loss()].into_iter().map(|x| host(x)[0]).collect()
 }
 
 /// Each term on its own (relative to the reference term; an exact-zero reference must be matched to 1e-6).

@@ -8,7 +8,7 @@ use burn_cubecl::{
 };
 
 /// A fresh, tight (row-major, unpitched) tensor on `like`'s device; its contents are undefined.
-pub(crate) fn empty<R: CubeRuntime>(like: &CubeTensor<R>, shape: Shape, dtype: DType) -> CubeTensor<R> {
+pub fn empty<R: CubeRuntime>(like: &CubeTensor<R>, shape: Shape, dtype: DType) -> CubeTensor<R> {
     empty_device_contiguous_dtype(like.client.clone(), like.device.clone(), shape, dtype)
 }
 
@@ -16,7 +16,7 @@ pub(crate) fn empty<R: CubeRuntime>(like: &CubeTensor<R>, shape: Shape, dtype: D
 ///
 /// An empty tensor is replaced by a fresh empty one without launching anything: burn's cast and copy
 /// kernels launch a `0×0×0` grid for zero elements, which CUDA rejects with `CUDA_ERROR_INVALID_VALUE`.
-pub(crate) fn tight_as<R: CubeRuntime>(t: CubeTensor<R>, dtype: DType) -> CubeTensor<R> {
+pub fn tight_as<R: CubeRuntime>(t: CubeTensor<R>, dtype: DType) -> CubeTensor<R> {
     if t.meta.shape().num_elements() == 0 {
         return empty(&t, t.meta.shape().clone(), dtype);
     }

@@ -9,9 +9,10 @@ pub mod bbox_loss;
 pub mod bce;
 pub mod bce_onehot;
 pub mod ciou;
-mod cube_util;
+pub mod cube_util;
 pub mod decode;
 mod dtype;
+pub mod loss_items;
 pub mod psa;
 #[cfg(feature = "wgpu")]
 pub mod snapshot;

@@ -28,7 +28,7 @@ use crate::attention::kernels::{backward_delta, backward_dkdv, backward_dq, forw
 use crate::psa::kernels as psa;
 use crate::{
     bbox_loss::kernels as bbox_loss, bce::kernels as bce, bce_onehot::kernels as bce_onehot, ciou::kernels as ciou,
-    decode::kernels as decode, tal::kernels as tal, topk::kernel as topk,
+    decode::kernels as decode, loss_items::kernels as loss_items, tal::kernels as tal, topk::kernel as topk,
 };
 
 /// Source text of one kernel specialisation.
@@ -492,7 +492,7 @@ pub fn kernels() -> Vec<(&'static str, KernelDefinition)> {
             .define(),
         ),
         (
-            "tal_metrics_f32",
+            "tal_metrics_f32_grid",
             tal::tal_metrics_kernel::TalMetricsKernel::<WgpuRuntime>::new(
                 settings(tal::UNITS as usize),
                 c.clone(),
@@ -513,6 +513,7 @@ pub fn kernels() -> Vec<(&'static str, KernelDefinition)> {
                 (),
                 (),
                 (),
+                true,
                 [f32_ty, i32_ty],
             )
             .define(),
@@ -565,12 +566,15 @@ pub fn kernels() -> Vec<(&'static str, KernelDefinition)> {
                 t(),
                 t(),
                 t(),
+                t(),
+                t(),
+                (),
                 (),
                 (),
                 (),
                 (),
                 true,
-                [f32_ty, i32_ty],
+                [f32_ty, i32_ty, i32_ty],
             )
             .define(),
         ),
@@ -612,6 +616,41 @@ pub fn kernels() -> Vec<(&'static str, KernelDefinition)> {
                 (),
                 (),
                 [f32_ty, i32_ty],
+            )
+            .define(),
+        ),
+        (
+            "loss_items_forward_f32",
+            loss_items::loss_items_fwd_kernel::LossItemsFwdKernel::<WgpuRuntime>::new(
+                settings(crate::loss_items::UNITS),
+                c.clone(),
+                t(),
+                t(),
+                t(),
+                t(),
+                (),
+                (),
+                (),
+                (),
+                (),
+                crate::loss_items::UNITS,
+                f32_ty,
+            )
+            .define(),
+        ),
+        (
+            "loss_items_backward_f32",
+            loss_items::loss_items_bwd_kernel::LossItemsBwdKernel::<WgpuRuntime>::new(
+                settings(1),
+                c.clone(),
+                t(),
+                t(),
+                t(),
+                t(),
+                (),
+                (),
+                (),
+                f32_ty,
             )
             .define(),
         ),

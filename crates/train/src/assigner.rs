@@ -3,9 +3,9 @@
 //!
 //! The assignment itself is the `kernels-cubecl` op [`task_aligned_assign`] (CubeCL kernels on CubeCL backends,
 //! plain tensor ops elsewhere): GT boxes come padded to `[B, G, 4]` with a validity mask, every GT × anchor
-//! pair is evaluated on the device, no per-image loop and no host round trip. This module adds the targets
-//! (`get_targets`: gathered labels and boxes, one-hot target scores). Everything runs on detached inputs
-//! (ultralytics: `@torch.no_grad`).
+//! pair is evaluated on the device, no per-image loop and no host round trip; the op also returns the target
+//! labels (ultralytics `get_targets`). This module wraps them as ultralytics' targets (target boxes and one-hot
+//! target scores built on demand). Everything runs on detached inputs (ultralytics: `@torch.no_grad`).
 
 use burn::prelude::*;
 use kernels_cubecl::tal::{task_aligned_assign, TalConfig};
@@ -99,10 +99,8 @@ impl TaskAlignedAssigner {
         anchors: Tensor<B, 2>,
         gt: &GtBoxes<B>,
     ) -> Assignment<B> {
-        let [b, c, a] = logits.dims();
+        let [_, c, _] = logits.dims();
         assert_eq!(c, self.num_classes, "TaskAlignedAssigner: {c} class logits for {} classes", self.num_classes);
-        let g = gt.max_boxes();
-        let device = logits.device();
         let tal = task_aligned_assign(
             logits.detach(),
             pd_boxes.detach(),
@@ -112,39 +110,15 @@ impl TaskAlignedAssigner {
             gt.mask.clone().detach(),
             self.config,
         );
-        if g == 0 {
-            return Assignment {
-                target_labels: Tensor::zeros([b, a], &device),
-                gt_bboxes: gt.bboxes.clone().detach(),
-                target_score_sum: tal.norm,
-                num_classes: c,
-                fg_mask: tal.fg,
-                target_gt_idx: tal.gt_idx,
-            };
-        }
-        let (target_labels, target_score_sum) = get_targets(gt.labels.clone(), tal.gt_idx.clone(), tal.norm, c);
+        // the assigner's targets kernel gathers the labels and zeroes the score of a label outside [0, C)
+        // (ultralytics `get_targets`; the target boxes are gathered where used)
         Assignment {
-            target_labels,
+            target_labels: tal.labels,
             gt_bboxes: gt.bboxes.clone().detach(),
-            target_score_sum,
+            target_score_sum: tal.norm,
             num_classes: c,
             fg_mask: tal.fg,
             target_gt_idx: tal.gt_idx,
         }
     }
-}
-
-/// ultralytics `get_targets` in per-anchor form (`G ≥ 1`): the assigned GT's label `[B, A]` and the target-score
-/// sum `[B, A]` — the normalised alignment `norm` where the label is in `[0, C)` (one-hot of the label), else 0.
-/// The target boxes are gathered where they are used ([`Assignment::target_bboxes`], the fused box loss).
-pub(crate) fn get_targets<B: Backend>(
-    gt_labels: Tensor<B, 2, Int>,
-    gt_idx: Tensor<B, 2, Int>,
-    norm: Tensor<B, 2>,
-    num_classes: usize,
-) -> (Tensor<B, 2, Int>, Tensor<B, 2>) {
-    let labels = gt_labels.gather(1, gt_idx);
-    let out_of_range = labels.clone().lower_elem(0).bool_or(labels.clone().greater_equal_elem(num_classes as i64));
-    let score_sum = norm.mask_fill(out_of_range, 0.0);
-    (labels, score_sum)
 }

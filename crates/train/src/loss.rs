@@ -4,15 +4,17 @@
 //!
 //! Layouts: raw head outputs as `Detect` returns them, `boxes [B, 4, A]` (LTRB distances in grid units, may be
 //! negative) and `scores [B, nc, A]` (logits); anchors from [`Anchors`] (`points [1, 2, A]` grid units,
-//! `strides [1, 1, A]`); ground truth padded as [`GtBoxes`] (xyxy pixels). Each loss term is a `[1]` tensor
-//! already multiplied by its gain and by the batch size, as ultralytics returns it. Everything stays on the
+//! `strides [1, 1, A]`); ground truth padded as [`GtBoxes`] (xyxy pixels). The loss terms of a branch are one
+//! `[3]` tensor `(box, cls, l1)` already multiplied by the gains and by the batch size, as ultralytics returns
+//! them. Everything stays on the
 //! device (no host sync); gradients flow into the raw predictions only (the assigner sees detached copies).
 //!
 //! The work runs in the fused `kernels-cubecl` ops (each with its backward kernel on CubeCL backends, plain
 //! tensor ops elsewhere): `detect_decode` (LTRB → xyxy pixels for the assigner), `task_aligned_assign`,
 //! `bbox_loss_sums` (CIoU + L1 + Σ weights over the anchors, target boxes gathered by the assigned slot) and
-//! `bce_onehot_sum` (the class loss without the dense `[B, A, C]` targets), composed into one op per branch
-//! ([`crate::branch_loss`]); what remains here is a few `[1]`-sized tensor ops.
+//! `bce_onehot_sum` (the class loss without the dense `[B, A, C]` targets) and `loss_items` (normalisation and
+//! gains), composed into one op per branch ([`crate::branch_loss`]); what remains here is the ProgLoss mix of
+//! two `[3]` tensors and their sum.
 
 use burn::prelude::*;
 use yolo26_model::nn::head::HeadOutput;
@@ -36,29 +38,38 @@ impl Default for LossGains {
     }
 }
 
-/// The three loss items of one branch (ultralytics `box_loss`, `cls_loss`, `l1_loss`), each `[1]`,
-/// gain × batch size applied.
+/// The three loss items of one branch (ultralytics `box_loss`, `cls_loss`, `l1_loss`), gain × batch size
+/// applied, as one `[3]` tensor `(box, cls, l1)` (the order of ultralytics' `loss_items`).
 #[derive(Debug, Clone)]
 pub struct LossTerms<B: Backend> {
-    pub box_loss: Tensor<B, 1>,
-    pub cls_loss: Tensor<B, 1>,
-    pub l1_loss: Tensor<B, 1>,
+    /// `[3]` `(box, cls, l1)`.
+    pub items: Tensor<B, 1>,
 }
 
 impl<B: Backend> LossTerms<B> {
-    /// `box + cls + l1` (what the trainer back-props: ultralytics `loss.sum()`).
+    /// `[1]` box (CIoU) loss.
+    pub fn box_loss(&self) -> Tensor<B, 1> {
+        self.items.clone().narrow(0, 0, 1)
+    }
+
+    /// `[1]` classification (BCE) loss.
+    pub fn cls_loss(&self) -> Tensor<B, 1> {
+        self.items.clone().narrow(0, 1, 1)
+    }
+
+    /// `[1]` L1 loss on the normalised distances.
+    pub fn l1_loss(&self) -> Tensor<B, 1> {
+        self.items.clone().narrow(0, 2, 1)
+    }
+
+    /// `box + cls + l1` (what the trainer back-props: ultralytics `loss.sum()`), `[1]`.
     pub fn total(&self) -> Tensor<B, 1> {
-        self.box_loss.clone() + self.cls_loss.clone() + self.l1_loss.clone()
+        self.items.clone().sum()
     }
 
     /// `a·self + b·other`, term by term.
     pub fn mix(&self, a: f64, other: &Self, b: f64) -> Self {
-        let f = |x: &Tensor<B, 1>, y: &Tensor<B, 1>| x.clone() * a + y.clone() * b;
-        LossTerms {
-            box_loss: f(&self.box_loss, &other.box_loss),
-            cls_loss: f(&self.cls_loss, &other.cls_loss),
-            l1_loss: f(&self.l1_loss, &other.l1_loss),
-        }
+        LossTerms { items: self.items.clone() * a + other.items.clone() * b }
     }
 }
 
@@ -92,7 +103,7 @@ impl DetectionLoss {
         anchors: &Anchors<B>,
         gt: &GtBoxes<B>,
     ) -> (LossTerms<B>, Assignment<B>) {
-        let [b, c, _] = head.scores.dims();
+        let [_, c, _] = head.scores.dims();
         assert_eq!(
             c, self.assigner.num_classes,
             "DetectionLoss: {c} class logits for {} classes",
@@ -102,8 +113,14 @@ impl DetectionLoss {
         let s0 = yolo26_model::config::STRIDES[0] as f64;
         let (img_h, img_w) = (fh as f64 * s0, fw as f64 * s0);
 
-        // decode → assignment → targets → Σ w·(1 − CIoU), Σ w·L1, Σ w, Σ BCE: one op (see `branch_loss`)
-        let cfg = BranchConfig { tal: self.assigner.config, image: [img_w as f32, img_h as f32] };
+        // decode → assignment → Σ w·(1 − CIoU), Σ BCE, Σ w·L1 → items normalised by max(Σ w, 1), gain ×
+        // batch size: one op (see `branch_loss`)
+        let g = self.gains;
+        let cfg = BranchConfig {
+            tal: self.assigner.config,
+            image: [img_w as f32, img_h as f32],
+            gains: [g.box_gain as f32, g.cls_gain as f32, g.l1_gain as f32],
+        };
         let out = branch_loss(
             head.boxes.clone(),
             head.scores.clone(),
@@ -113,14 +130,7 @@ impl DetectionLoss {
             gt.mask.clone(),
             cfg,
         );
-        let target_scores_sum = out.sums.clone().narrow(0, 2, 1).clamp_min(1.0); // [1], on the device
-        let bs = b as f64;
-        let term = |i: usize, gain: f64| out.sums.clone().narrow(0, i, 1) * (gain * bs) / target_scores_sum.clone();
-        let terms = LossTerms {
-            box_loss: term(0, self.gains.box_gain),
-            cls_loss: term(3, self.gains.cls_gain),
-            l1_loss: term(1, self.gains.l1_gain),
-        };
+        let terms = LossTerms { items: out.items };
         let asg = Assignment {
             target_labels: out.labels,
             gt_bboxes: gt.bboxes.clone().detach(),

@@ -78,6 +78,34 @@ fn head<B: Backend>(b: usize, nc: usize, a: usize, dev: &B::Device) -> HeadOutpu
     }
 }
 
+/// Loss calls issued back to back before one synchronisation in the batched columns.
+const BATCHED: usize = 10;
+
+/// The host floor of this device: a synchronisation with nothing queued, and the host cost of one small
+/// kernel launch (a `detect_decode` of 64 anchors, 100 per sync).
+fn host_floor<B: TrainBackend>(dev: &B::Device, budget: Duration) {
+    const LAUNCHES: usize = 100;
+    let sync = median_us(|| B::sync(dev).expect("sync"), 5, 10, 1000, budget / 4);
+    let boxes = Tensor::<B, 3>::random([1, 4, 64], Distribution::Uniform(0.0, 6.0), dev);
+    let grid = Tensor::<B, 2>::random([3, 64], Distribution::Uniform(0.0, 6.0), dev);
+    let launch = median_us(
+        || {
+            for _ in 0..LAUNCHES {
+                let _ = detect_decode(boxes.clone(), grid.clone(), BoxFormat::Xyxy);
+            }
+            B::sync(dev).expect("sync");
+        },
+        2,
+        3,
+        200,
+        budget / 4,
+    );
+    println!(
+        "host floor: sync with nothing queued {sync:.1} µs; one small op ({LAUNCHES} per sync) {:.1} µs\n",
+        launch / LAUNCHES as f64
+    );
+}
+
 fn run<B>(args: &Args, dev: B::Device)
 where
     B: TrainBackend,
@@ -88,10 +116,11 @@ where
     let a: usize = feats.iter().map(|[h, w]| h * w).sum();
     let budget = Duration::from_secs_f64(args.budget);
     let loss = E2ELoss::new(args.classes, 100, LossGains::default());
+    host_floor::<B>(&dev, budget);
     println!(
-        "| device | batch | anchors | classes | GT/image | E2ELoss forward ms | forward+backward ms | of which decode + assignment ms |"
+        "| device | batch | anchors | classes | GT/image | E2ELoss forward ms | forward+backward ms | of which decode + assignment ms | forward, {BATCHED} per sync, ms/call | forward+backward, {BATCHED} per sync, ms/call | forward host issue ms |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for &b in &args.batch {
         let anchors = Anchors::<B>::new(&feats, &dev);
         let gt = ground_truth::<B>(b, args.gt, args.imgsz, args.classes, &dev);
@@ -108,6 +137,29 @@ where
             200,
             budget,
         );
+        let fwd_batched = median_us(
+            || {
+                for _ in 0..BATCHED {
+                    let _ = loss.forward(&o2m, &o2o, &anchors, &gt).total;
+                }
+                B::sync(&dev).expect("sync");
+            },
+            1,
+            3,
+            50,
+            budget,
+        ) / BATCHED as f64;
+        // host time until the forward returns (the queued kernels finish in the untimed sync)
+        let mut issue = Vec::new();
+        for _ in 0..20 {
+            let t = std::time::Instant::now();
+            let out = loss.forward(&o2m, &o2o, &anchors, &gt);
+            issue.push(t.elapsed().as_secs_f64() * 1e6);
+            let _ = out.total;
+            B::sync(&dev).expect("sync");
+        }
+        issue.sort_by(f64::total_cmp);
+        let issue = issue[issue.len() / 2];
         // the part of the forward spent in box decoding and the two assignments (no loss terms)
         let anc_px = anchors.grid.clone().narrow(0, 0, 2) * anchors.grid.clone().narrow(0, 2, 1);
         let assign = median_us(
@@ -154,14 +206,31 @@ where
             200,
             budget,
         );
+        let fwd_bwd_batched = median_us(
+            || {
+                for _ in 0..BATCHED {
+                    let out = loss.forward(&o2m_ad, &o2o_ad, &anchors_ad, &gt_ad);
+                    let grads = out.total.backward();
+                    let _ = o2m_ad.boxes.grad(&grads).expect("gradient of the one2many boxes");
+                }
+                B::sync(&dev).expect("sync");
+            },
+            1,
+            3,
+            50,
+            budget,
+        ) / BATCHED as f64;
         println!(
-            "| {} | {b} | {a} | {} | {} | {:.3} | {:.3} | {:.3} |",
+            "| {} | {b} | {a} | {} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} |",
             args.device,
             args.classes,
             args.gt,
             fwd / 1e3,
             fwd_bwd / 1e3,
-            assign / 1e3
+            assign / 1e3,
+            fwd_batched / 1e3,
+            fwd_bwd_batched / 1e3,
+            issue / 1e3
         );
     }
 }

@@ -98,7 +98,8 @@ pub fn forward<R: CubeRuntime>(
     let o = empty(&q, Shape::new([bh, nq, dv]), q.dtype);
     let lse = empty(&q, Shape::new([bh, nq]), DType::F32);
     let [_, _, dk] = q.meta.shape().dims::<3>();
-    if mma_supported(&q, dk, dv) {
+    // the mma forward keeps the running max on unscaled scores: a positive scale only
+    if mma_supported(&q, dk, dv) && scale > 0.0 && scale.is_finite() {
         launch_forward_mma(&q, &k, &v, &o, &lse, scale);
     } else if cmma_supported(&q, dk, dv) {
         launch_forward_cmma(&q, &k, &v, &o, &lse, scale);

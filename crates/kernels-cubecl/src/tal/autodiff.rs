@@ -15,8 +15,8 @@ impl<B: TalBackend, C: CheckpointStrategy> TalBackend for Autodiff<B, C> {
         gt_mask: FloatTensor<Self>,
         cfg: TalConfig,
         int_dtype: IntDType,
-    ) -> (IntTensor<Self>, FloatTensor<Self>, FloatTensor<Self>) {
-        let (gt_idx, fg, norm) = B::task_aligned_assign(
+    ) -> (IntTensor<Self>, FloatTensor<Self>, FloatTensor<Self>, IntTensor<Self>) {
+        let (gt_idx, fg, norm, labels) = B::task_aligned_assign(
             logits.primitive,
             boxes.primitive,
             anchors.primitive,
@@ -26,6 +26,6 @@ impl<B: TalBackend, C: CheckpointStrategy> TalBackend for Autodiff<B, C> {
             cfg,
             int_dtype,
         );
-        (gt_idx, FloatTensor::<Self>::new(fg), FloatTensor::<Self>::new(norm))
+        (gt_idx, FloatTensor::<Self>::new(fg), FloatTensor::<Self>::new(norm), labels)
     }
 }

@@ -24,16 +24,19 @@ where
         gt_mask: CubeTensor<R>,
         cfg: TalConfig,
         int_dtype: IntDType,
-    ) -> (CubeTensor<R>, CubeTensor<R>, CubeTensor<R>) {
+    ) -> (CubeTensor<R>, CubeTensor<R>, CubeTensor<R>, CubeTensor<R>) {
         let kernel_path = (cfg.topk2 == cfg.topk || cfg.one2one()) && chunk_for(cfg.topk).is_some();
         if logits.dtype == DType::F64 || !kernel_path {
             return reference_assign::<Self>(logits, boxes, anchors, gt_boxes, gt_labels, gt_mask, cfg, int_dtype);
         }
-        assign(logits, boxes, anchors, gt_boxes, gt_labels, gt_mask, cfg, int_dtype.into())
+        let [gt_idx, fg, norm, labels] =
+            assign(logits, boxes, anchors, gt_boxes, gt_labels, gt_mask, cfg, int_dtype.into());
+        (gt_idx, fg, norm, labels)
     }
 }
 
-/// Kernel assignment: `(gt_idx [B, A] of int_dtype, fg, norm [B, A] in the dtype of logits)`.
+/// Kernel assignment: `[gt_idx [B, A] of int_dtype, fg, norm [B, A] in the dtype of logits, labels [B, A]
+/// in the dtype of gt_labels]`. `anchors` `[2, A]` px or `[3, A]` grid (see [`super::task_aligned_assign`]).
 /// Requires `topk2 ∈ {topk, 1}` and a top-k chunk for `topk` ([`chunk_for`]).
 #[allow(clippy::too_many_arguments)]
 pub fn assign<R: CubeRuntime>(
@@ -45,8 +48,8 @@ pub fn assign<R: CubeRuntime>(
     gt_mask: CubeTensor<R>,
     cfg: TalConfig,
     int_dtype: DType,
-) -> (CubeTensor<R>, CubeTensor<R>, CubeTensor<R>) {
-    let (b, _, a, g) = check_shapes(
+) -> [CubeTensor<R>; 4] {
+    let (b, c, a, g) = check_shapes(
         logits.meta.shape(),
         boxes.meta.shape(),
         anchors.meta.shape(),
@@ -84,9 +87,24 @@ pub fn assign<R: CubeRuntime>(
     let ba = Shape::new([b, a]);
     let gt_idx = empty(&logits, ba.clone(), int_dtype);
     let fg = empty(&logits, ba.clone(), out_dtype);
-    let norm = empty(&logits, ba, out_dtype);
-    launch_tal_targets(&owner, &align, &pos_align, &pos_overlap, &keep, &gt_idx, &fg, &norm, cfg.eps, one2one);
-    (gt_idx, fg, norm)
+    let norm = empty(&logits, ba.clone(), out_dtype);
+    let labels = empty(&logits, ba, labels_dtype);
+    launch_tal_targets(
+        &owner,
+        &align,
+        &pos_align,
+        &pos_overlap,
+        &keep,
+        &gt_labels,
+        &gt_idx,
+        &fg,
+        &norm,
+        &labels,
+        c,
+        cfg.eps,
+        one2one,
+    );
+    [gt_idx, fg, norm, labels]
 }
 
 /// Launch-level entry points with caller-provided outputs (the tests poison them).

@@ -23,8 +23,8 @@ struct TalOp<B> {
 
 impl<B: FusionBackend + TalBackend> Operation<B::FusionRuntime> for TalOp<B> {
     fn execute(&self, handles: &mut Handles<B>) {
-        let ([logits, boxes, anchors, gt_boxes, gt_labels, gt_mask], [gt_idx, fg, norm]) = self.desc.as_fixed();
-        let (i, f, n) = B::task_aligned_assign(
+        let ([logits, boxes, anchors, gt_boxes, gt_labels, gt_mask], [gt_idx, fg, norm, labels]) = self.desc.as_fixed();
+        let (i, f, n, l) = B::task_aligned_assign(
             handles.get_float_tensor::<B>(logits),
             handles.get_float_tensor::<B>(boxes),
             handles.get_float_tensor::<B>(anchors),
@@ -37,6 +37,7 @@ impl<B: FusionBackend + TalBackend> Operation<B::FusionRuntime> for TalOp<B> {
         handles.register_int_tensor::<B>(&gt_idx.id, i);
         handles.register_float_tensor::<B>(&fg.id, f);
         handles.register_float_tensor::<B>(&norm.id, n);
+        handles.register_int_tensor::<B>(&labels.id, l);
     }
 }
 
@@ -52,7 +53,7 @@ impl<B: FusionBackend + TalBackend> TalBackend for Fusion<B> {
         gt_mask: T<B>,
         cfg: TalConfig,
         int_dtype: IntDType,
-    ) -> (T<B>, T<B>, T<B>) {
+    ) -> (T<B>, T<B>, T<B>, T<B>) {
         let (b, _, a, _) = check_shapes(
             logits.shape.as_slice(),
             boxes.shape.as_slice(),
@@ -64,14 +65,15 @@ impl<B: FusionBackend + TalBackend> TalBackend for Fusion<B> {
         );
         let client = logits.client.clone();
         let dtype = logits.dtype;
+        let labels_dtype = gt_labels.dtype;
         let streams = OperationStreams::with_inputs([&logits, &boxes, &anchors, &gt_boxes, &gt_labels, &gt_mask]);
         let out = |dt: DType| TensorIr::uninit(client.create_empty_handle(), Shape::new([b, a]), dt);
-        let outputs = [out(DType::from(int_dtype)), out(dtype), out(dtype)];
+        let outputs = [out(DType::from(int_dtype)), out(dtype), out(dtype), out(labels_dtype)];
         let inputs = [logits, boxes, anchors, gt_boxes, gt_labels, gt_mask].map(|t| t.into_ir());
         let desc = CustomOpIr::new("task_aligned_assign", &inputs, &outputs);
-        let [gt_idx, fg, norm] = client
+        let [gt_idx, fg, norm, labels] = client
             .register(streams, OperationIr::Custom(desc.clone()), TalOp::<B> { desc, cfg, int_dtype, _b: PhantomData })
-            .outputs::<3>();
-        (gt_idx, fg, norm)
+            .outputs::<4>();
+        (gt_idx, fg, norm, labels)
     }
 }

@@ -16,8 +16,12 @@
 //! norm(a)    : t[g, a] · max_{a' ∈ pos(g)} ov[g, a'] / (max_{a' ∈ pos(g)} t[g, a'] + eps) with g = owner(a)
 //! ```
 //!
-//! Outputs per anchor: `gt_idx` (owner, 0 for background), `fg` (0/1) and `norm`, the target-score
-//! magnitude (ultralytics `target_scores = one_hot(label) · norm`).
+//! Outputs per anchor: `gt_idx` (owner, 0 for background), `fg` (0/1), `norm`, the target-score
+//! magnitude (ultralytics `target_scores = one_hot(label) · norm`; 0 where the label is outside `[0, C)`),
+//! and `labels = gt_labels[b, gt_idx]` (ultralytics `target_labels`, GT slot 0's label for background).
+//!
+//! Anchors are either centres `[2, A]` in pixels or the anchor grid `[3, A]` (x, y in grid units and the
+//! stride: centre = (x·s, y·s)), a comptime switch of the metrics kernel.
 //!
 //! # Work split
 //!
@@ -26,7 +30,8 @@
 //! - [`tal_resolve_kernel`]: one unit per `(b, a)`: scans the `G` slots and their `k` top entries → owner.
 //! - [`tal_gt_stats_kernel`]: one cube per `(b, g)`: tree reductions over the anchors → the GT's
 //!   `max t`, `max ov` and (one2one) kept anchor.
-//! - [`tal_targets_kernel`]: one unit per `(b, a)` → `gt_idx`, `fg`, `norm`.
+//! - [`tal_targets_kernel`]: one unit per `(b, a)` → `gt_idx`, `fg`, `norm`, `labels` (the assigned GT's
+//!   class, ultralytics `target_labels`; `norm` is 0 where that class is outside `[0, C)`).
 //!
 //! Arithmetic in f32; all tensors contiguous except the logits (read in place through their strides).
 use cubecl::prelude::*;
@@ -42,7 +47,7 @@ pub(crate) const UNITS: u32 = 256;
 pub(crate) const NO_OWNER: u32 = u32::MAX;
 
 /// `logits [B, C, A]` (float `F`, any strides: read in place), `boxes [B, 4, A]` (xyxy px), `anchors [2, A]`
-/// (px), `gt_boxes [B, G, 4]`, `gt_labels [B, G]` (int `I`), `gt_mask [B, G]` → `align`, `overlaps` (f32) and
+/// (px; or `[3, A]` x, y, stride with `grid`), `gt_boxes [B, G, 4]`, `gt_labels [B, G]` (int `I`), `gt_mask [B, G]` → `align`, `overlaps` (f32) and
 /// `cand` (u32 0/1), `[B, G, A]`.
 #[cube(launch_unchecked)]
 #[allow(clippy::too_many_arguments)]
@@ -64,6 +69,7 @@ pub fn tal_metrics_kernel<F: Float, I: Int>(
     beta: f32,
     eps: f32,
     stride_val: f32,
+    #[comptime] grid: bool,
     #[define(F, I)] _dtypes: [StorageType; 2],
 ) {
     let i = ABSOLUTE_POS;
@@ -91,8 +97,13 @@ pub fn tal_metrics_kernel<F: Float, I: Int>(
         if valid && h < stride_val {
             h = stride_val;
         }
-        let ax = anchors[a];
-        let ay = anchors[na + a];
+        let mut ax = anchors[a];
+        let mut ay = anchors[na + a];
+        if grid {
+            let stride = anchors[2 * na + a];
+            ax *= stride;
+            ay *= stride;
+        }
         let inside = ax - (cx - w * half) > eps
             && ay - (cy - h * half) > eps
             && (cx + w * half) - ax > eps
@@ -271,25 +282,29 @@ pub fn tal_gt_stats_kernel(
     }
 }
 
-/// One unit per `(b, a)`: `owner [B, A]`, `align [B, G, A]`, `pos_align`, `pos_overlap`, `keep [B, G]` →
-/// `gt_idx [B, A]` (int `I`), `fg`, `norm [B, A]` (float `F`).
+/// One unit per `(b, a)`: `owner [B, A]`, `align [B, G, A]`, `pos_align`, `pos_overlap`, `keep`,
+/// `gt_labels [B, G]` (int `L`) → `gt_idx [B, A]` (int `I`), `fg`, `norm [B, A]` (float `F`), `labels [B, A]`
+/// (int `L`).
 #[cube(launch_unchecked)]
 #[allow(clippy::too_many_arguments)]
-pub fn tal_targets_kernel<F: Float, I: Int>(
+pub fn tal_targets_kernel<F: Float, I: Int, L: Int>(
     owner: &Tensor<u32>,
     align: &Tensor<f32>,
     pos_align: &Tensor<f32>,
     pos_overlap: &Tensor<f32>,
     keep: &Tensor<u32>,
+    gt_labels: &Tensor<L>,
     gt_idx: &mut Tensor<I>,
     fg: &mut Tensor<F>,
     norm: &mut Tensor<F>,
+    labels: &mut Tensor<L>,
     num_anchors: u32,
     num_gt: u32,
+    num_classes: u32,
     total: u32,
     eps: f32,
     #[comptime] one2one: bool,
-    #[define(F, I)] _dtypes: [StorageType; 2],
+    #[define(F, I, L)] _dtypes: [StorageType; 3],
 ) {
     let i = ABSOLUTE_POS;
     if i < total as usize {
@@ -310,9 +325,15 @@ pub fn tal_targets_kernel<F: Float, I: Int>(
             f = f32::new(1.0);
             n = align[bg * na + a] * pos_overlap[bg] / (pos_align[bg] + eps);
         }
+        let label = gt_labels[b * num_gt as usize + idx as usize];
+        let class = i64::cast_from(label);
+        if class < 0 || class >= num_classes as i64 {
+            n = f32::new(0.0);
+        }
         gt_idx[i] = I::cast_from(idx);
         fg[i] = F::cast_from(f);
         norm[i] = F::cast_from(n);
+        labels[i] = label;
     }
 }
 
@@ -345,7 +366,12 @@ pub fn launch_tal_metrics<R: CubeRuntime>(
     let [b, c, a] = logits.meta.shape().dims::<3>();
     let g = gt_boxes.meta.shape()[1];
     assert_eq!(boxes.meta.shape().dims::<3>(), [b, 4, a], "launch_tal_metrics: boxes");
-    assert_eq!(anchors.meta.shape().dims::<2>(), [2, a], "launch_tal_metrics: anchors");
+    let grid = anchors.meta.shape().dims::<2>() == [3, a];
+    assert!(
+        grid || anchors.meta.shape().dims::<2>() == [2, a],
+        "launch_tal_metrics: anchors must be [2, {a}] (px) or [3, {a}] (grid), got {:?}",
+        anchors.meta.shape()
+    );
     assert_eq!(gt_boxes.meta.shape().dims::<3>(), [b, g, 4], "launch_tal_metrics: gt_boxes");
     for t in [gt_labels, gt_mask] {
         assert_eq!(t.meta.shape().dims::<2>(), [b, g], "launch_tal_metrics: gt labels/mask");
@@ -381,6 +407,7 @@ pub fn launch_tal_metrics<R: CubeRuntime>(
             cfg.beta as f32,
             cfg.eps as f32,
             cfg.stride_val as f32,
+            grid,
             [logits.dtype.into(), gt_labels.dtype.into()],
         )
     }
@@ -465,7 +492,8 @@ pub fn launch_tal_gt_stats<R: CubeRuntime>(
     }
 }
 
-/// Launches [`tal_targets_kernel`]: outputs `gt_idx` (int), `fg`, `norm` (float), all `[B, A]`.
+/// Launches [`tal_targets_kernel`]: outputs `gt_idx` (int), `fg`, `norm` (float), `labels` (the dtype of
+/// `gt_labels`), all `[B, A]`; `num_classes` bounds the valid labels.
 #[allow(clippy::too_many_arguments)]
 pub fn launch_tal_targets<R: CubeRuntime>(
     owner: &CubeTensor<R>,
@@ -473,30 +501,35 @@ pub fn launch_tal_targets<R: CubeRuntime>(
     pos_align: &CubeTensor<R>,
     pos_overlap: &CubeTensor<R>,
     keep: &CubeTensor<R>,
+    gt_labels: &CubeTensor<R>,
     gt_idx: &CubeTensor<R>,
     fg: &CubeTensor<R>,
     norm: &CubeTensor<R>,
+    labels: &CubeTensor<R>,
+    num_classes: usize,
     eps: f64,
     one2one: bool,
 ) {
     crate::attention::kernels::assert_tight(
         "launch_tal_targets",
-        &[owner, align, pos_align, pos_overlap, keep, gt_idx, fg, norm],
+        &[owner, align, pos_align, pos_overlap, keep, gt_labels, gt_idx, fg, norm, labels],
     );
     let [b, g, a] = align.meta.shape().dims::<3>();
-    for t in [owner, gt_idx, fg, norm] {
+    for t in [owner, gt_idx, fg, norm, labels] {
         assert_eq!(t.meta.shape().dims::<2>(), [b, a], "launch_tal_targets: [B, A] tensors");
     }
-    for t in [pos_align, pos_overlap, keep] {
+    for t in [pos_align, pos_overlap, keep, gt_labels] {
         assert_eq!(t.meta.shape().dims::<2>(), [b, g], "launch_tal_targets: [B, G] tensors");
     }
     assert_eq!(fg.dtype, norm.dtype, "launch_tal_targets: fg and norm dtypes");
+    assert_eq!(labels.dtype, gt_labels.dtype, "launch_tal_targets: labels and gt_labels dtypes");
+    assert!(g >= 1, "launch_tal_targets: needs at least one GT slot (G = 0 has no assignment to make)");
     let total = b * a;
     if total == 0 {
         return;
     }
     let (count, dim) = elemwise_count(owner, total);
-    // SAFETY: `i < B·A`; the slot `g` is read only when `g < G`.
+    // SAFETY: `i < B·A`; the slot `g` is read only when `g < G`; the label slot is `g < G` or 0 (G ≥ 1).
     unsafe {
         tal_targets_kernel::launch_unchecked::<R>(
             &owner.client,
@@ -507,15 +540,18 @@ pub fn launch_tal_targets<R: CubeRuntime>(
             pos_align.clone().into_tensor_arg(),
             pos_overlap.clone().into_tensor_arg(),
             keep.clone().into_tensor_arg(),
+            gt_labels.clone().into_tensor_arg(),
             gt_idx.clone().into_tensor_arg(),
             fg.clone().into_tensor_arg(),
             norm.clone().into_tensor_arg(),
+            labels.clone().into_tensor_arg(),
             a as u32,
             g as u32,
+            num_classes as u32,
             total as u32,
             eps as f32,
             one2one,
-            [fg.dtype.into(), gt_idx.dtype.into()],
+            [fg.dtype.into(), gt_idx.dtype.into(), gt_labels.dtype.into()],
         )
     }
 }

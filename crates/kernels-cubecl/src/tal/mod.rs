@@ -3,9 +3,10 @@
 //! and `stride_val` as parameters. It has no gradient (ultralytics runs it under `torch.no_grad()`).
 //!
 //! - [`task_aligned_assign`]: the `Tensor`-level function. Inputs: class logits `[B, C, A]` (the raw head
-//!   layout; σ is applied inside), predicted boxes `[B, 4, A]` xyxy pixels, anchor centres `[2, A]` pixels,
-//!   GT boxes `[B, G, 4]` xyxy pixels, GT labels `[B, G]`, GT validity mask `[B, G]` (1.0 / 0.0).
-//!   Output [`TalAssignment`]: per anchor the GT slot, the foreground flag and the target-score magnitude.
+//!   layout; σ is applied inside), predicted boxes `[B, 4, A]` xyxy pixels, anchor centres `[2, A]` pixels
+//!   (or the anchor grid `[3, A]`: x, y in grid units and the stride), GT boxes `[B, G, 4]` xyxy pixels, GT
+//!   labels `[B, G]`, GT validity mask `[B, G]` (1.0 / 0.0). Output [`TalAssignment`]: per anchor the GT
+//!   slot, the foreground flag, the target-score magnitude and the target label.
 //! - [`TalBackend`]: the backend extension trait: four CubeCL kernels plus the top-k passes on
 //!   `CubeBackend` (`kernels.rs`; no host round trip, no per-image loop), a custom op on `Fusion`, the inner
 //!   backend's op under `Autodiff` (outputs untracked), plain tensor ops elsewhere ([`reference_assign`]).
@@ -68,13 +69,18 @@ pub struct TalAssignment<B: Backend> {
     pub gt_idx: Tensor<B, 2, Int>,
     /// `[B, A]` 1.0 for foreground anchors, else 0.0.
     pub fg: Tensor<B, 2>,
-    /// `[B, A]` normalised alignment `t · max_IoU_gt / (max_t_gt + eps)` (0 for background): the target
-    /// score of the assigned class (`target_scores = one_hot(label) · norm`).
+    /// `[B, A]` normalised alignment `t · max_IoU_gt / (max_t_gt + eps)` (0 for background, and 0 where the
+    /// assigned label is outside `[0, C)`): the target score of the assigned class
+    /// (`target_scores = one_hot(label) · norm`).
     pub norm: Tensor<B, 2>,
+    /// `[B, A]` the assigned GT's class, `gt_labels[b, gt_idx]` (ultralytics `target_labels`; GT slot 0's
+    /// label for background), in the int dtype of `gt_labels`.
+    pub labels: Tensor<B, 2, Int>,
 }
 
-/// Backend extension: task-aligned assignment. Shapes as in [`task_aligned_assign`]; returns
-/// `(gt_idx [B, A] of int_dtype, fg [B, A], norm [B, A])`, floats in the dtype of `logits`.
+/// Backend extension: task-aligned assignment. Shapes as in [`task_aligned_assign`] (`G ≥ 1`); returns
+/// `(gt_idx [B, A] of int_dtype, fg [B, A], norm [B, A], labels [B, A])`, floats in the dtype of `logits`,
+/// labels in the dtype of `gt_labels`.
 pub trait TalBackend: CiouLossBackend + TopKBackend {
     #[allow(clippy::too_many_arguments)]
     fn task_aligned_assign(
@@ -86,7 +92,7 @@ pub trait TalBackend: CiouLossBackend + TopKBackend {
         gt_mask: FloatTensor<Self>,
         cfg: TalConfig,
         int_dtype: IntDType,
-    ) -> (IntTensor<Self>, FloatTensor<Self>, FloatTensor<Self>) {
+    ) -> (IntTensor<Self>, FloatTensor<Self>, FloatTensor<Self>, IntTensor<Self>) {
         reference_assign::<Self>(logits, boxes, anchors, gt_boxes, gt_labels, gt_mask, cfg, int_dtype)
     }
 }
@@ -106,7 +112,10 @@ pub(crate) fn check_shapes(
     assert!(logits.len() == 3, "task_aligned_assign: logits must be [B, C, A], got {logits:?}");
     let (b, c, a) = (logits[0], logits[1], logits[2]);
     assert!(boxes == [b, 4, a], "task_aligned_assign: boxes must be [{b}, 4, {a}] (xyxy px), got {boxes:?}");
-    assert!(anchors == [2, a], "task_aligned_assign: anchors must be [2, {a}] (px), got {anchors:?}");
+    assert!(
+        anchors == [2, a] || anchors == [3, a],
+        "task_aligned_assign: anchors must be [2, {a}] (px) or [3, {a}] (grid x, y, stride), got {anchors:?}"
+    );
     assert!(
         gt_boxes.len() == 3 && gt_boxes[0] == b && gt_boxes[2] == 4,
         "task_aligned_assign: gt_boxes must be [{b}, G, 4], got {gt_boxes:?}"
@@ -130,7 +139,8 @@ pub(crate) fn check_shapes(
 }
 
 /// Task-aligned assignment of GT boxes to anchors (see the module doc for layouts). Images whose GT rows
-/// are all padding, and `G = 0`, give all-background rows. Runs on the device without host round trips.
+/// are all padding, and `G = 0`, give all-background rows (labels 0). Runs on the device without host
+/// round trips.
 pub fn task_aligned_assign<B: TalBackend>(
     logits: Tensor<B, 3>,
     boxes: Tensor<B, 3>,
@@ -156,11 +166,12 @@ pub fn task_aligned_assign<B: TalBackend>(
             gt_idx: Tensor::zeros([b, a], &device),
             fg: Tensor::<B, 2>::zeros([b, a], &device).cast(crate::dtype::float_dtype(dtype)),
             norm: Tensor::<B, 2>::zeros([b, a], &device).cast(crate::dtype::float_dtype(dtype)),
+            labels: Tensor::<B, 2, Int>::zeros([b, a], &device).cast(gt_labels.dtype()),
         };
     }
     let int_dtype = get_device_settings::<B>(&device).int_dtype;
     let f = |t: Tensor<B, 3>| t.into_primitive().tensor();
-    let (gt_idx, fg, norm) = B::task_aligned_assign(
+    let (gt_idx, fg, norm, labels) = B::task_aligned_assign(
         f(logits),
         f(boxes),
         anchors.into_primitive().tensor(),
@@ -174,5 +185,6 @@ pub fn task_aligned_assign<B: TalBackend>(
         gt_idx: Tensor::from_primitive(gt_idx),
         fg: Tensor::from_primitive(TensorPrimitive::Float(fg)),
         norm: Tensor::from_primitive(TensorPrimitive::Float(norm)),
+        labels: Tensor::from_primitive(labels),
     }
 }

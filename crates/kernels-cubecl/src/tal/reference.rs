@@ -14,7 +14,7 @@ fn wrap<B: Backend, const D: usize>(t: FloatTensor<B>) -> Tensor<B, D> {
     Tensor::from_primitive(TensorPrimitive::Float(t))
 }
 
-/// The trait's default method: `(gt_idx, fg, norm)` from tensor ops (top-k through [`topk_rows`]).
+/// The trait's default method: `(gt_idx, fg, norm, labels)` from tensor ops (top-k through [`topk_rows`]).
 #[allow(clippy::too_many_arguments)]
 pub fn reference_assign<B: TalBackend>(
     logits: FloatTensor<B>,
@@ -25,10 +25,13 @@ pub fn reference_assign<B: TalBackend>(
     gt_mask: FloatTensor<B>,
     cfg: TalConfig,
     _int_dtype: IntDType,
-) -> (IntTensor<B>, FloatTensor<B>, FloatTensor<B>) {
+) -> (IntTensor<B>, FloatTensor<B>, FloatTensor<B>, IntTensor<B>) {
     let logits: Tensor<B, 3> = wrap(logits);
     let boxes: Tensor<B, 3> = wrap(boxes);
     let anchors: Tensor<B, 2> = wrap(anchors);
+    // the anchor grid [3, A] (x, y, stride) → centres in pixels
+    let anchors =
+        if anchors.dims()[0] == 3 { anchors.clone().narrow(0, 0, 2) * anchors.narrow(0, 2, 1) } else { anchors };
     let gt_boxes: Tensor<B, 3> = wrap(gt_boxes);
     let gt_labels: Tensor<B, 2, Int> = Tensor::from_primitive(gt_labels);
     let gt_mask: Tensor<B, 2> = wrap(gt_mask);
@@ -41,7 +44,7 @@ pub fn reference_assign<B: TalBackend>(
     let mask_in_gts = candidates_in_gts(&cfg, anchors, gt_boxes.clone(), mask_gt.clone()); // [B, G, A]
     let valid = mask_in_gts.clone() * mask_gt.clone();
     // get_box_metrics: s = σ(logit of the GT's class), CIoU(gt, pd) over all pairs in one kernel pass
-    let labels = gt_labels.clamp(0, c as i64 - 1);
+    let labels = gt_labels.clone().clamp(0, c as i64 - 1);
     let scores = burn::tensor::activation::sigmoid(logits.gather(1, labels.unsqueeze_dim::<3>(2).expand([b, g, a])));
     let m = b * g * a;
     let gt4 = gt_boxes.unsqueeze_dim::<4>(2).expand([b, g, a, 4]).reshape([m, 4]);
@@ -77,7 +80,17 @@ pub fn reference_assign<B: TalBackend>(
     let pos_align = align.clone().max_dim(2); // [B, G, 1]
     let pos_overlaps = (overlaps * mask_pos).max_dim(2);
     let norm: Tensor<B, 2> = (align * pos_overlaps / (pos_align + cfg.eps)).max_dim(1).squeeze_dim(1); // [B, A]
-    (gt_idx.into_primitive(), fg_mask.into_primitive().tensor(), norm.into_primitive().tensor())
+                                                                                                       // target labels; a label outside [0, C) gets no target score
+    let labels_dtype = gt_labels.dtype();
+    let target_labels = gt_labels.gather(1, gt_idx.clone().cast(labels_dtype));
+    let out_of_range = target_labels.clone().lower_elem(0).bool_or(target_labels.clone().greater_equal_elem(c as i64));
+    let norm = norm.mask_fill(out_of_range, 0.0);
+    (
+        gt_idx.into_primitive(),
+        fg_mask.into_primitive().tensor(),
+        norm.into_primitive().tensor(),
+        target_labels.into_primitive(),
+    )
 }
 
 /// `select_candidates_in_gts`: `[B, G, A]` 1.0 where the anchor centre lies strictly inside the GT box whose

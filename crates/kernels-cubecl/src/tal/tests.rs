@@ -22,23 +22,30 @@ pub(crate) struct Scene {
     pub logits: Vec<f32>,
     pub boxes: Vec<f32>,
     pub anchors: Vec<f32>,
+    /// The same anchors as the grid `[3, A]`: x, y in grid units, stride.
+    pub grid: Vec<f32>,
     pub gt: Vec<f32>,
     pub labels: Vec<i64>,
     pub mask: Vec<f32>,
 }
 
 /// Image 0: two overlapping GTs (conflicts), a 6×5-px GT (STAL) and a padding row; image 1: random GTs
-/// and padding; image 2: padding only (garbage coordinates, mask 0); further images random.
+/// and padding, its first GT with a label outside `[0, C)`; image 2: padding only (garbage coordinates, mask
+/// 0); further images random.
 pub(crate) fn scene(seed: u64, b: usize) -> Scene {
     let mut rng = Rng::new(seed);
     let (w, h, c, g) = (96usize, 64usize, 6usize, 4usize);
     let mut anchors_x = Vec::new();
     let mut anchors_y = Vec::new();
+    let (mut grid_x, mut grid_y, mut strides) = (Vec::new(), Vec::new(), Vec::new());
     for s in [8usize, 16, 32] {
         for y in 0..h / s {
             for x in 0..w / s {
                 anchors_x.push((x as f32 + 0.5) * s as f32);
                 anchors_y.push((y as f32 + 0.5) * s as f32);
+                grid_x.push(x as f32 + 0.5);
+                grid_y.push(y as f32 + 0.5);
+                strides.push(s as f32);
             }
         }
     }
@@ -77,12 +84,13 @@ pub(crate) fn scene(seed: u64, b: usize) -> Scene {
                 }
             };
             gt[4 * r..4 * r + 4].copy_from_slice(&bx);
-            labels[r] = lab;
+            labels[r] = if (bi, gi) == (1, 0) { c as i64 } else { lab };
             mask[r] = if valid { 1.0 } else { 0.0 };
         }
     }
     anchors_x.extend(anchors_y);
-    Scene { b, c, a, g, logits, boxes, anchors: anchors_x, gt, labels, mask }
+    let grid = [grid_x, grid_y, strides].concat();
+    Scene { b, c, a, g, logits, boxes, anchors: anchors_x, grid, gt, labels, mask }
 }
 
 /// Float64 host assignment: `(gt_idx, fg, norm)`, each `[B·A]`.
@@ -194,9 +202,29 @@ pub(crate) fn configs() -> [TalConfig; 2] {
     [TalConfig::new(10, None), TalConfig::new(7, Some(1))]
 }
 
-/// Compares an assignment with the host result; checks the scene is not degenerate.
-pub(crate) fn check_result(what: &str, s: &Scene, cfg: &TalConfig, idx: Vec<i64>, fg: Vec<f32>, norm: Vec<f32>) {
-    let (want_idx, want_fg, want_norm) = host_assign(s, cfg);
+/// Compares an assignment with the host result (labels `gt_labels[b, gt_idx]`, norm 0 where the label is
+/// outside `[0, C)`); checks the scene is not degenerate.
+pub(crate) fn check_result(
+    what: &str,
+    s: &Scene,
+    cfg: &TalConfig,
+    idx: Vec<i64>,
+    fg: Vec<f32>,
+    norm: Vec<f32>,
+    labels: Vec<i64>,
+) {
+    let (want_idx, want_fg, mut want_norm) = host_assign(s, cfg);
+    let want_labels: Vec<i64> =
+        want_idx.iter().enumerate().map(|(i, &gi)| s.labels[(i / s.a) * s.g + gi as usize]).collect();
+    let mut masked = 0;
+    for (n, &l) in want_norm.iter_mut().zip(&want_labels) {
+        if !(0..s.c as i64).contains(&l) {
+            masked += usize::from(*n > 0.0);
+            *n = 0.0;
+        }
+    }
+    assert!(masked > 0, "{what}: the out-of-range label claims no anchor (scene degenerate)");
+    assert_eq!(labels, want_labels, "{what}: target labels");
     let fg_count = want_fg.iter().filter(|&&v| v > 0.0).count();
     // non-degenerate: image 0 has foreground for each of its 3 GTs, image 2 (padding only) none
     let a = s.a;
@@ -238,8 +266,12 @@ pub(crate) fn check_op<B: TalBackend>(device: &B::Device, seed: u64, b: usize) {
     for (i, cfg) in configs().into_iter().enumerate() {
         let (logits, boxes, anchors, gt, labels, mask) = upload_scene::<B>(&s, device);
         let logits = if i == 1 { strided_logits::<B>(&s, device) } else { logits };
+        // the second configuration takes the anchor grid [3, A] instead of pixel centres
+        let anchors =
+            if i == 1 { Tensor::<B, 2>::from_data(TensorData::new(s.grid.clone(), [3, s.a]), device) } else { anchors };
         let out = task_aligned_assign(logits, boxes, anchors, gt, labels, mask, cfg);
         let idx = out.gt_idx.into_data().convert::<i64>().to_vec::<i64>().unwrap();
+        let labels = out.labels.into_data().convert::<i64>().to_vec::<i64>().unwrap();
         check_result(
             &format!("{} topk {} topk2 {}", B::name(device), cfg.topk, cfg.topk2),
             &s,
@@ -247,6 +279,7 @@ pub(crate) fn check_op<B: TalBackend>(device: &B::Device, seed: u64, b: usize) {
             idx,
             to_vec(out.fg),
             to_vec(out.norm),
+            labels,
         );
     }
 }
@@ -312,10 +345,15 @@ pub(crate) mod cube {
     pub(crate) fn check_kernels<R: CubeRuntime, BT: BoolElement>(device: &R::Device, seed: u64) {
         let s = scene(seed, 3);
         let (b, a, g) = (s.b, s.a, s.g);
-        for cfg in configs() {
+        for (i, cfg) in configs().into_iter().enumerate() {
             let logits = upload::<R, BT, 3>(&s.logits, [b, s.c, a], DType::F32, device);
             let boxes = upload::<R, BT, 3>(&s.boxes, [b, 4, a], DType::F32, device);
-            let anchors = upload::<R, BT, 2>(&s.anchors, [2, a], DType::F32, device);
+            // pixel centres, then the anchor grid (the metrics kernel's two layouts)
+            let anchors = if i == 0 {
+                upload::<R, BT, 2>(&s.anchors, [2, a], DType::F32, device)
+            } else {
+                upload::<R, BT, 2>(&s.grid, [3, a], DType::F32, device)
+            };
             let gt = upload::<R, BT, 3>(&s.gt, [b, g, 4], DType::F32, device);
             let mask = upload::<R, BT, 2>(&s.mask, [b, g], DType::F32, device);
             let labels: CubeTensor<R> =
@@ -339,15 +377,19 @@ pub(crate) mod cube {
             let gt_idx = poisoned_bits::<R, BT, 2>([b, a], DType::I32, device);
             let fg = poisoned::<R, BT, 2>([b, a], DType::F32, device);
             let norm = poisoned::<R, BT, 2>([b, a], DType::F32, device);
+            let target_labels = poisoned_bits::<R, BT, 2>([b, a], labels.dtype, device);
             raw::launch_tal_targets(
                 &owner,
                 &align,
                 &pos_align,
                 &pos_overlap,
                 &keep,
+                &labels,
                 &gt_idx,
                 &fg,
                 &norm,
+                &target_labels,
+                s.c,
                 cfg.eps,
                 one2one,
             );
@@ -361,7 +403,8 @@ pub(crate) mod cube {
             assert!(cands.iter().all(|&c| c == 0 || c == 1), "cand: unwritten entries");
             let what = format!("kernels topk {} topk2 {}", cfg.topk, cfg.topk2);
             let f = |t: CubeTensor<R>| to_vec(Tensor::<Cb<R, BT>, 2>::from_primitive(TensorPrimitive::Float(t)));
-            check_result(&what, &s, &cfg, download_bits::<R, BT>(gt_idx), f(fg), f(norm));
+            let target_labels = download_bits::<R, BT>(target_labels);
+            check_result(&what, &s, &cfg, download_bits::<R, BT>(gt_idx), f(fg), f(norm), target_labels);
         }
     }
 }

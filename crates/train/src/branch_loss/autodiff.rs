@@ -1,7 +1,6 @@
 //! [`BranchLossBackend`] for [`Autodiff`]: the forward runs on the inner backend (one node, parents `boxes`
-//! and `scores`); the backward step calls the inner box-loss backward with the first three entries of the
-//! upstream gradient (the `Σ w` entry has no effect: weights are constants) and the one-hot BCE backward with
-//! the fourth. The assignment outputs are returned untracked.
+//! and `scores`); the backward step is one call of the inner `branch_loss_backward` with the upstream
+//! gradient of the items. The assignment outputs and `w_sum` are returned untracked.
 use burn::backend::autodiff::{
     checkpoint::{base::Checkpointer, strategy::CheckpointStrategy},
     grads::Gradients,
@@ -9,37 +8,33 @@ use burn::backend::autodiff::{
     NodeId,
 };
 use burn::backend::Autodiff;
-use burn::prelude::*;
 use burn::tensor::{
     ops::{FloatTensor, IntTensor},
-    IntDType, TensorPrimitive,
+    IntDType,
 };
 
-use super::{BranchConfig, BranchLossBackend, BranchPrims};
+use super::{BranchConfig, BranchLossBackend, BranchPrims, BranchSaved};
 
 #[derive(Debug)]
 struct BranchBackward;
 
-/// `(boxes, scores)` node ids, then `grid`, `gt_boxes`, `gt_idx`, `labels`, `score_sum`, the image size.
-type State<B> = (NodeId, NodeId, FloatTensor<B>, FloatTensor<B>, IntTensor<B>, IntTensor<B>, FloatTensor<B>, [f32; 2]);
+type State<B> = (NodeId, NodeId, BranchSaved<B>, BranchConfig);
 
 impl<B: BranchLossBackend> Backward<B, 2> for BranchBackward {
     type State = State<B>;
 
     fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
-        let (boxes_id, scores_id, grid, gt_boxes, gt_idx, labels, score_sum, image) = ops.state;
-        let d_sums: Tensor<B, 1> = Tensor::from_primitive(TensorPrimitive::Float(grads.consume::<B>(&ops.node)));
+        let (boxes_id, scores_id, saved, cfg) = ops.state;
+        let d_items = grads.consume::<B>(&ops.node);
         let [boxes_node, scores_node] = ops.parents;
+        let boxes = checkpointer.retrieve_node_output::<FloatTensor<B>>(boxes_id);
+        let scores = checkpointer.retrieve_node_output::<FloatTensor<B>>(scores_id);
+        let (d_boxes, d_scores) = B::branch_loss_backward(boxes, scores, saved, d_items, cfg);
         if let Some(node) = boxes_node {
-            let boxes = checkpointer.retrieve_node_output::<FloatTensor<B>>(boxes_id);
-            let d = d_sums.clone().narrow(0, 0, 3).into_primitive().tensor();
-            let d_boxes = B::bbox_loss_backward(boxes, grid, gt_boxes, gt_idx, score_sum.clone(), image, d);
             grads.register::<B>(node.id, d_boxes);
         }
         if let Some(node) = scores_node {
-            let scores = checkpointer.retrieve_node_output::<FloatTensor<B>>(scores_id);
-            let d = d_sums.narrow(0, 3, 1).into_primitive().tensor();
-            grads.register::<B>(node.id, B::bce_onehot_backward(scores, labels, score_sum, d));
+            grads.register::<B>(node.id, d_scores);
         }
     }
 }
@@ -57,42 +52,52 @@ impl<B: BranchLossBackend, C: CheckpointStrategy> BranchLossBackend for Autodiff
     ) -> BranchPrims<Self> {
         let (grid, gt_boxes, gt_mask) = (grid.primitive, gt_boxes.primitive, gt_mask.primitive);
         let prep = BranchBackward.prepare::<C>([boxes.node.clone(), scores.node.clone()]).compute_bound().stateful();
-        let run = |boxes, scores, grid: FloatTensor<B>, gt_boxes: FloatTensor<B>| {
-            B::branch_loss(boxes, scores, grid, gt_boxes, gt_labels, gt_mask, cfg, int_dtype)
+        let untracked = |out: BranchPrims<B>, items: FloatTensor<Self>| BranchPrims {
+            items,
+            w_sum: FloatTensor::<Self>::new(out.w_sum),
+            gt_idx: out.gt_idx,
+            fg: FloatTensor::<Self>::new(out.fg),
+            score_sum: FloatTensor::<Self>::new(out.score_sum),
+            labels: out.labels,
         };
         match prep {
             OpsKind::Tracked(mut prep) => {
                 let boxes_id = prep.checkpoint(&boxes);
                 let scores_id = prep.checkpoint(&scores);
-                let out = run(boxes.primitive, scores.primitive, grid.clone(), gt_boxes.clone());
-                let state = (
-                    boxes_id,
-                    scores_id,
+                let out = B::branch_loss(
+                    boxes.primitive,
+                    scores.primitive,
+                    grid.clone(),
+                    gt_boxes.clone(),
+                    gt_labels,
+                    gt_mask,
+                    cfg,
+                    int_dtype,
+                );
+                let saved = BranchSaved {
                     grid,
                     gt_boxes,
-                    out.gt_idx.clone(),
-                    out.labels.clone(),
-                    out.score_sum.clone(),
-                    cfg.image,
-                );
-                let sums = prep.finish(state, out.sums);
-                BranchPrims {
-                    sums,
-                    gt_idx: out.gt_idx,
-                    fg: FloatTensor::<Self>::new(out.fg),
-                    score_sum: FloatTensor::<Self>::new(out.score_sum),
-                    labels: out.labels,
-                }
+                    gt_idx: out.gt_idx.clone(),
+                    labels: out.labels.clone(),
+                    score_sum: out.score_sum.clone(),
+                    w_sum: out.w_sum.clone(),
+                };
+                let items = prep.finish((boxes_id, scores_id, saved, cfg), out.items.clone());
+                untracked(out, items)
             }
             OpsKind::UnTracked(prep) => {
-                let out = run(boxes.primitive, scores.primitive, grid, gt_boxes);
-                BranchPrims {
-                    sums: prep.finish(out.sums),
-                    gt_idx: out.gt_idx,
-                    fg: FloatTensor::<Self>::new(out.fg),
-                    score_sum: FloatTensor::<Self>::new(out.score_sum),
-                    labels: out.labels,
-                }
+                let out = B::branch_loss(
+                    boxes.primitive,
+                    scores.primitive,
+                    grid,
+                    gt_boxes,
+                    gt_labels,
+                    gt_mask,
+                    cfg,
+                    int_dtype,
+                );
+                let items = prep.finish(out.items.clone());
+                untracked(out, items)
             }
         }
     }

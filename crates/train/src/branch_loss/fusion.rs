@@ -1,5 +1,5 @@
-//! [`BranchLossBackend`] for [`Fusion`]: the whole branch is one opaque custom op (six inputs, five
-//! outputs); `execute` runs the inner backend's composition.
+//! [`BranchLossBackend`] for [`Fusion`]: the forward and the backward of a branch are each one opaque custom
+//! op; `execute` runs the inner backend's method.
 use core::marker::PhantomData;
 
 use burn::backend::ir::{CustomOpIr, HandleContainer, OperationIr, OperationOutput, TensorIr};
@@ -9,7 +9,7 @@ use burn_fusion::{
     Fusion, FusionBackend, FusionRuntime, FusionTensor,
 };
 
-use super::{BranchConfig, BranchLossBackend, BranchPrims};
+use super::{BranchConfig, BranchLossBackend, BranchPrims, BranchSaved};
 
 type Handles<B> = HandleContainer<<<B as FusionBackend>::FusionRuntime as FusionRuntime>::FusionHandle>;
 type T<B> = FusionTensor<<B as FusionBackend>::FusionRuntime>;
@@ -24,7 +24,7 @@ struct BranchOp<B> {
 
 impl<B: FusionBackend + BranchLossBackend> Operation<B::FusionRuntime> for BranchOp<B> {
     fn execute(&self, handles: &mut Handles<B>) {
-        let ([boxes, scores, grid, gt_boxes, gt_labels, gt_mask], [sums, gt_idx, fg, score_sum, labels]) =
+        let ([boxes, scores, grid, gt_boxes, gt_labels, gt_mask], [items, w_sum, gt_idx, fg, score_sum, labels]) =
             self.desc.as_fixed();
         let out = B::branch_loss(
             handles.get_float_tensor::<B>(boxes),
@@ -36,11 +36,43 @@ impl<B: FusionBackend + BranchLossBackend> Operation<B::FusionRuntime> for Branc
             self.cfg,
             self.int_dtype,
         );
-        handles.register_float_tensor::<B>(&sums.id, out.sums);
+        handles.register_float_tensor::<B>(&items.id, out.items);
+        handles.register_float_tensor::<B>(&w_sum.id, out.w_sum);
         handles.register_int_tensor::<B>(&gt_idx.id, out.gt_idx);
         handles.register_float_tensor::<B>(&fg.id, out.fg);
         handles.register_float_tensor::<B>(&score_sum.id, out.score_sum);
         handles.register_int_tensor::<B>(&labels.id, out.labels);
+    }
+}
+
+#[derive(Clone, Debug)]
+struct BranchBackwardOp<B> {
+    desc: CustomOpIr,
+    cfg: BranchConfig,
+    _b: PhantomData<B>,
+}
+
+impl<B: FusionBackend + BranchLossBackend> Operation<B::FusionRuntime> for BranchBackwardOp<B> {
+    fn execute(&self, handles: &mut Handles<B>) {
+        let ([boxes, scores, grid, gt_boxes, gt_idx, labels, score_sum, w_sum, d_items], [d_boxes, d_scores]) =
+            self.desc.as_fixed();
+        let saved = BranchSaved::<B> {
+            grid: handles.get_float_tensor::<B>(grid),
+            gt_boxes: handles.get_float_tensor::<B>(gt_boxes),
+            gt_idx: handles.get_int_tensor::<B>(gt_idx),
+            labels: handles.get_int_tensor::<B>(labels),
+            score_sum: handles.get_float_tensor::<B>(score_sum),
+            w_sum: handles.get_float_tensor::<B>(w_sum),
+        };
+        let (db, ds) = B::branch_loss_backward(
+            handles.get_float_tensor::<B>(boxes),
+            handles.get_float_tensor::<B>(scores),
+            saved,
+            handles.get_float_tensor::<B>(d_items),
+            self.cfg,
+        );
+        handles.register_float_tensor::<B>(&d_boxes.id, db);
+        handles.register_float_tensor::<B>(&d_scores.id, ds);
     }
 }
 
@@ -63,7 +95,8 @@ impl<B: FusionBackend + BranchLossBackend> BranchLossBackend for Fusion<B> {
         let out = |shape: Shape, dt: DType| TensorIr::uninit(client.create_empty_handle(), shape, dt);
         let ba = || Shape::new([b, a]);
         let outputs = [
-            out(Shape::new([4]), dtype),
+            out(Shape::new([3]), dtype),
+            out(Shape::new([1]), dtype),
             out(ba(), DType::from(int_dtype)),
             out(ba(), dtype),
             out(ba(), dtype),
@@ -71,13 +104,34 @@ impl<B: FusionBackend + BranchLossBackend> BranchLossBackend for Fusion<B> {
         ];
         let inputs = [boxes, scores, grid, gt_boxes, gt_labels, gt_mask].map(|t| t.into_ir());
         let desc = CustomOpIr::new("yolo26_branch_loss", &inputs, &outputs);
-        let [sums, gt_idx, fg, score_sum, labels] = client
+        let [items, w_sum, gt_idx, fg, score_sum, labels] = client
             .register(
                 streams,
                 OperationIr::Custom(desc.clone()),
                 BranchOp::<B> { desc, cfg, int_dtype, _b: PhantomData },
             )
-            .outputs::<5>();
-        BranchPrims { sums, gt_idx, fg, score_sum, labels }
+            .outputs::<6>();
+        BranchPrims { items, w_sum, gt_idx, fg, score_sum, labels }
+    }
+
+    fn branch_loss_backward(
+        boxes: T<B>,
+        scores: T<B>,
+        saved: BranchSaved<Self>,
+        d_items: T<B>,
+        cfg: BranchConfig,
+    ) -> (T<B>, T<B>) {
+        let client = scores.client.clone();
+        let BranchSaved { grid, gt_boxes, gt_idx, labels, score_sum, w_sum } = saved;
+        let all = [boxes, scores, grid, gt_boxes, gt_idx, labels, score_sum, w_sum, d_items];
+        let streams = OperationStreams::with_inputs(all.iter());
+        let out = |t: &T<B>| TensorIr::uninit(client.create_empty_handle(), t.shape.clone(), t.dtype);
+        let outputs = [out(&all[0]), out(&all[1])];
+        let inputs = all.map(|t| t.into_ir());
+        let desc = CustomOpIr::new("yolo26_branch_loss_backward", &inputs, &outputs);
+        let [d_boxes, d_scores] = client
+            .register(streams, OperationIr::Custom(desc.clone()), BranchBackwardOp::<B> { desc, cfg, _b: PhantomData })
+            .outputs::<2>();
+        (d_boxes, d_scores)
     }
 }

@@ -1,19 +1,22 @@
-//! One branch of the detection loss as a single Burn op: box decode, task-aligned assignment, target
-//! gathering and the three loss sums (ultralytics `v8DetectionLoss.loss` up to the normalisation), so that a
-//! branch costs one fused-stream op and one autodiff node instead of ~25 of each. The pieces are the
-//! `kernels-cubecl` ops (`detect_decode`, `task_aligned_assign`, `bbox_loss_sums`, `bce_onehot_sum`); this
-//! op only composes them on the inner backend:
+//! One branch of the detection loss as a single Burn op: box decode, task-aligned assignment and the three
+//! loss items normalised as ultralytics does (`v8DetectionLoss.loss`), so that a branch costs one
+//! fused-stream op and one autodiff node (forward and backward) instead of ~25 of each. The pieces are the
+//! `kernels-cubecl` ops (`detect_decode`, `task_aligned_assign`, `bbox_loss_sums`, `bce_onehot_sum`,
+//! `loss_items`); this op only composes them:
 //!
-//! - [`BranchLossBackend::branch_loss`] (default method: the composition, run directly on `CubeBackend`
-//!   and on `Flex`); on `Fusion<B>` one opaque custom op whose `execute` runs `B`'s composition; on
-//!   `Autodiff<B>` the composition on `B` plus one backward step that calls the box-loss and one-hot BCE
-//!   backward ops (the assignment has no gradient: ultralytics runs it under `torch.no_grad()`).
+//! - [`BranchLossBackend::branch_loss`] / [`BranchLossBackend::branch_loss_backward`]: default methods compose
+//!   the ops with tensor ops (`Flex`, and any dtype the kernels do not take); on `CubeBackend` the kernels
+//!   are launched directly (`cube.rs`: 9 launches forward — decode, 5 of the assigner, box and BCE partial
+//!   sums, items — and 3 backward); on `Fusion<B>` each is one opaque custom op running `B`'s method; on
+//!   `Autodiff<B>` the forward runs on `B` and the backward step calls `B::branch_loss_backward` (the
+//!   assignment has no gradient: ultralytics runs it under `torch.no_grad()`).
 //!
-//! Output [`BranchPrims`]: `sums [4] = (Σ w·(1 − CIoU), Σ w·L1, Σ w, Σ BCE)` (`w` = target-score sum per
-//! anchor; `Σ w` is ultralytics' `target_scores_sum` before its clamp at 1), differentiable w.r.t. the raw
-//! `boxes` and `scores`; and the assignment (untracked).
+//! Output [`BranchPrims`]: `items [3] = (box, cls, l1)` = `(Σ w·(1 − CIoU), Σ BCE, Σ w·L1) · gain · B /
+//! max(Σ w, 1)` (`w` = target-score sum per anchor), differentiable w.r.t. the raw `boxes` and `scores`;
+//! `w_sum [1] = Σ w` (ultralytics' `target_scores_sum` before its clamp) and the assignment (untracked).
 
 mod autodiff;
+mod cube;
 mod fusion;
 
 use burn::prelude::*;
@@ -25,23 +28,32 @@ use burn::tensor::{
 use kernels_cubecl::bbox_loss::{bbox_loss_sums, BboxLossBackend};
 use kernels_cubecl::bce_onehot::{bce_onehot_sum, BceOneHotBackend};
 use kernels_cubecl::decode::{BoxFormat, DetectDecodeBackend};
+use kernels_cubecl::loss_items::{items_backward, items_from_sums};
 use kernels_cubecl::tal::{TalBackend, TalConfig};
 
-use crate::assigner::get_targets;
-
-/// Constants of a branch: the assigner's parameters and the input image size `[W, H]` in pixels (the L1
-/// normalisation).
+/// Constants of a branch: the assigner's parameters, the input image size `[W, H]` in pixels (the L1
+/// normalisation) and the loss gains `(box, cls, l1)` (the op multiplies them by the batch size).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BranchConfig {
     pub tal: TalConfig,
     pub image: [f32; 2],
+    pub gains: [f32; 3],
+}
+
+impl BranchConfig {
+    /// The gains times the batch size `b` (ultralytics returns `loss * batch_size`).
+    pub fn batch_gains(&self, b: usize) -> [f32; 3] {
+        self.gains.map(|g| g * b as f32)
+    }
 }
 
 /// Outputs of [`BranchLossBackend::branch_loss`] as primitives.
 #[derive(Debug)]
 pub struct BranchPrims<B: Backend> {
-    /// `[4]` `(box_sum, l1_sum, w_sum, cls_sum)`, the dtype of `scores`.
-    pub sums: FloatTensor<B>,
+    /// `[3]` `(box, cls, l1)` loss items, the dtype of `scores`.
+    pub items: FloatTensor<B>,
+    /// `[1]` `Σ w`, the dtype of `scores`.
+    pub w_sum: FloatTensor<B>,
     /// `[B, A]` assigned GT slot (int; 0 for background).
     pub gt_idx: IntTensor<B>,
     /// `[B, A]` foreground flag (1.0 / 0.0).
@@ -49,8 +61,19 @@ pub struct BranchPrims<B: Backend> {
     /// `[B, A]` target-score sum of the anchor (`w`): the normalised alignment where the label is in
     /// `[0, C)`, else 0.
     pub score_sum: FloatTensor<B>,
-    /// `[B, A]` assigned class id (int, the dtype of `gt_labels`; 0 for background).
+    /// `[B, A]` assigned class id (int, the dtype of `gt_labels`; GT slot 0's label for background).
     pub labels: IntTensor<B>,
+}
+
+/// What the backward of a branch needs from its forward (besides the raw `boxes` and `scores`).
+#[derive(Debug, Clone)]
+pub struct BranchSaved<B: Backend> {
+    pub grid: FloatTensor<B>,
+    pub gt_boxes: FloatTensor<B>,
+    pub gt_idx: IntTensor<B>,
+    pub labels: IntTensor<B>,
+    pub score_sum: FloatTensor<B>,
+    pub w_sum: FloatTensor<B>,
 }
 
 /// Backend extension: one branch of the detection loss. Shapes: `boxes [B, 4, A]` raw LTRB distances (grid
@@ -70,18 +93,20 @@ pub trait BranchLossBackend: DetectDecodeBackend + TalBackend + BboxLossBackend 
     ) -> BranchPrims<Self> {
         compose::<Self>(boxes, scores, grid, gt_boxes, gt_labels, gt_mask, cfg, int_dtype)
     }
+
+    /// `d items [3]` → `(d boxes [B, 4, A], d scores [B, C, A])`.
+    fn branch_loss_backward(
+        boxes: FloatTensor<Self>,
+        scores: FloatTensor<Self>,
+        saved: BranchSaved<Self>,
+        d_items: FloatTensor<Self>,
+        cfg: BranchConfig,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>) {
+        compose_backward::<Self>(boxes, scores, saved, d_items, cfg)
+    }
 }
 
 impl BranchLossBackend for burn::backend::Flex {}
-
-impl<R, F, I, BT> BranchLossBackend for burn_cubecl::CubeBackend<R, F, I, BT>
-where
-    R: burn_cubecl::CubeRuntime,
-    F: burn_cubecl::FloatElement,
-    I: burn_cubecl::IntElement,
-    BT: burn_cubecl::BoolElement,
-{
-}
 
 fn float<B: Backend, const D: usize>(t: FloatTensor<B>) -> Tensor<B, D> {
     Tensor::from_primitive(TensorPrimitive::Float(t))
@@ -104,44 +129,42 @@ pub fn compose<B: DetectDecodeBackend + TalBackend + BboxLossBackend + BceOneHot
     let grid: Tensor<B, 2> = float(grid);
     let gt_boxes: Tensor<B, 3> = float(gt_boxes);
     let gt_labels: Tensor<B, 2, Int> = Tensor::from_primitive(gt_labels);
-    let [b, c, a] = scores.dims();
+    let [b, _, a] = scores.dims();
     let g = gt_boxes.dims()[1];
     let device = scores.device();
     let dtype = scores.dtype();
 
-    // bbox_decode (reg_max = 1) fused with the assigner's `* stride`: xyxy pixels; anchor centres in pixels
-    let pred_px = float::<B, 3>(B::detect_decode_forward(
+    // bbox_decode (reg_max = 1) fused with the assigner's `* stride`: xyxy pixels
+    let pred_px = B::detect_decode_forward(
         boxes.clone().into_primitive().tensor(),
         grid.clone().into_primitive().tensor(),
         BoxFormat::Xyxy,
-    ));
-    // the label outside [0, C) gets no target and no box weight (see `get_targets`)
+    );
+    // the label outside [0, C) gets no target and no box weight (the assigner zeroes its score)
     let (gt_idx, fg, score_sum, labels) = if g == 0 || a == 0 || b == 0 {
         let zeros = || Tensor::<B, 2>::zeros([b, a], (&device, dtype));
         let idx = Tensor::<B, 2, Int>::zeros([b, a], (&device, DType::from(int_dtype)));
         (idx, zeros(), zeros(), Tensor::<B, 2, Int>::zeros([b, a], (&device, gt_labels.dtype())))
     } else {
-        let anc_px = grid.clone().narrow(0, 0, 2) * grid.clone().narrow(0, 2, 1);
-        let (i, f, n) = B::task_aligned_assign(
+        let (i, f, n, l) = B::task_aligned_assign(
             scores.clone().into_primitive().tensor(),
-            pred_px.into_primitive().tensor(),
-            anc_px.into_primitive().tensor(),
+            pred_px,
+            grid.clone().into_primitive().tensor(),
             gt_boxes.clone().into_primitive().tensor(),
-            gt_labels.clone().into_primitive(),
+            gt_labels.into_primitive(),
             gt_mask,
             cfg.tal,
             int_dtype,
         );
-        let gt_idx: Tensor<B, 2, Int> = Tensor::from_primitive(i);
-        let (labels, score_sum) = get_targets(gt_labels, gt_idx.clone(), float::<B, 2>(n), c);
-        (gt_idx, float::<B, 2>(f), score_sum, labels)
+        (Tensor::from_primitive(i), float::<B, 2>(f), float::<B, 2>(n), Tensor::from_primitive(l))
     };
 
-    let sums_box = bbox_loss_sums(boxes, grid, gt_boxes, gt_idx.clone(), score_sum.clone(), cfg.image); // [3]
+    let box_sums = bbox_loss_sums(boxes, grid, gt_boxes, gt_idx.clone(), score_sum.clone(), cfg.image); // [3]
     let cls = bce_onehot_sum(scores, labels.clone(), score_sum.clone()); // [1]
-    let sums = Tensor::cat(vec![sums_box.cast(dtype), cls], 0);
+    let (items, w_sum) = items_from_sums(box_sums.cast(dtype), cls, cfg.batch_gains(b));
     BranchPrims {
-        sums: sums.into_primitive().tensor(),
+        items: items.into_primitive().tensor(),
+        w_sum: w_sum.into_primitive().tensor(),
         gt_idx: gt_idx.into_primitive(),
         fg: fg.into_primitive().tensor(),
         score_sum: score_sum.into_primitive().tensor(),
@@ -149,11 +172,36 @@ pub fn compose<B: DetectDecodeBackend + TalBackend + BboxLossBackend + BceOneHot
     }
 }
 
+/// The backward of [`compose`] from the ops' backward methods.
+pub fn compose_backward<B: BboxLossBackend + BceOneHotBackend>(
+    boxes: FloatTensor<B>,
+    scores: FloatTensor<B>,
+    saved: BranchSaved<B>,
+    d_items: FloatTensor<B>,
+    cfg: BranchConfig,
+) -> (FloatTensor<B>, FloatTensor<B>) {
+    let b = float::<B, 3>(scores.clone()).dims()[0];
+    let (d_box, d_cls) = items_backward(float::<B, 1>(d_items), float(saved.w_sum), cfg.batch_gains(b));
+    let d_boxes = B::bbox_loss_backward(
+        boxes,
+        saved.grid,
+        saved.gt_boxes,
+        saved.gt_idx,
+        saved.score_sum.clone(),
+        cfg.image,
+        d_box.into_primitive().tensor(),
+    );
+    let d_scores = B::bce_onehot_backward(scores, saved.labels, saved.score_sum, d_cls.into_primitive().tensor());
+    (d_boxes, d_scores)
+}
+
 /// Tensor-level outputs of [`branch_loss`].
 #[derive(Debug, Clone)]
 pub struct BranchOutput<B: Backend> {
-    /// `[4]` `(box_sum, l1_sum, w_sum, cls_sum)`, differentiable w.r.t. `boxes` and `scores`.
-    pub sums: Tensor<B, 1>,
+    /// `[3]` `(box, cls, l1)` loss items, differentiable w.r.t. `boxes` and `scores`.
+    pub items: Tensor<B, 1>,
+    /// `[1]` `Σ w` (target-score sum).
+    pub w_sum: Tensor<B, 1>,
     pub gt_idx: Tensor<B, 2, Int>,
     pub fg: Tensor<B, 2>,
     pub score_sum: Tensor<B, 2>,
@@ -192,7 +240,8 @@ pub fn branch_loss<B: BranchLossBackend>(
         int_dtype,
     );
     BranchOutput {
-        sums: float(out.sums),
+        items: float(out.items),
+        w_sum: float(out.w_sum),
         gt_idx: Tensor::from_primitive(out.gt_idx),
         fg: float(out.fg),
         score_sum: float(out.score_sum),

@@ -6,6 +6,9 @@
 //!
 //! As in [`super::forward`]: `S = s·QKᵀ`, online softmax over key tiles with a running max `m` and sum
 //! `l`, `O = acc / l`, `LSE = m + ln l`; `P` is rounded to the storage dtype before `P·V` (as FA2 does).
+//! The running max is kept on the unscaled scores `QKᵀ` (valid for `s > 0`, which the launcher
+//! requires), so each probability is one fused multiply-add and an exp: `p = exp(s·x − s·m)`. Only the
+//! last key tile, the one that can reach past `Nk`, is masked.
 //!
 //! # Work split (the FA2 layout)
 //!
@@ -14,16 +17,17 @@
 //! in registers for the whole key loop: lane `(g, t)` holds rows `g` and `g+8`, so the row max and sum
 //! are a quad reduction (two shuffles), `α`-rescaling of `O` happens in registers, and the `S`
 //! accumulator *is* the A fragment of `P·V`. Per key tile (`BN` keys, comptime) the cube stages K and V
-//! in shared memory (zero rows past `Nk`, two buffers: the next tile's global loads are issued into
-//! registers before the current tile's products and stored after them, one cube sync per tile);
+//! in shared memory (rows past `Nk` repeat row `Nk − 1`, masked in `S`; two buffers: the next tile's
+//! global loads are issued into registers before the current tile's products and stored after them, one
+//! cube sync per tile);
 //! `ldmatrix` feeds the B fragments (V transposed on the fly).
 use cubecl::prelude::*;
 
 use burn_cubecl::{tensor::CubeTensor, CubeRuntime};
 
 use super::mma::{
-    acc_as_a, fetch_tile, ldsm_x4, load_tile, mma_into, plane_a_frags, quad_max, quad_sum, store_acc_rows, store_tile,
-    take4, tile_bytes, zero_acc,
+    acc_as_a, fetch_tile_clamped, ldsm_x4, load_tile, mma_into, plane_a_frags, quad_max, quad_sum, store_acc_rows,
+    store_tile, take4, tile_bytes, zero_acc,
 };
 use super::mma::{A2, PLANE, R2, V8};
 use super::NEG_BIG;
@@ -79,8 +83,8 @@ pub fn flash_fwd_mma_kernel<F: Float>(
     let mut l1 = f32::new(0.0);
 
     let num_tiles = nk.div_ceil(block_n);
-    let kr = fetch_tile::<F>(k, (bh * nk) * (dk / 8usize), nk, block_n, dk / 8usize, units);
-    let vr = fetch_tile::<F>(v, (bh * nk) * (dv / 8usize), nk, block_n, dv / 8usize, units);
+    let kr = fetch_tile_clamped::<F>(k, (bh * nk) * (dk / 8usize), nk, block_n, dk / 8usize, units);
+    let vr = fetch_tile_clamped::<F>(v, (bh * nk) * (dv / 8usize), nk, block_n, dv / 8usize, units);
     store_tile::<F>(&kr, &mut k_s, 0usize, block_n, dk / 8usize, units);
     store_tile::<F>(&vr, &mut v_s, 0usize, block_n, dv / 8usize, units);
     sync_cube();
@@ -88,14 +92,14 @@ pub fn flash_fwd_mma_kernel<F: Float>(
         let j0 = kt * block_n;
         let cur = (kt % 2) * block_n;
         let next = block_n - cur;
-        // Prefetch tile kt + 1 (nothing past the last tile).
-        let jn = j0 + block_n;
-        let mut valid_next = 0usize;
-        if jn < nk {
-            valid_next = nk - jn;
+        // Prefetch tile kt + 1 (after the last tile: the current one again, stored but never read).
+        let mut jn = j0 + block_n;
+        if jn >= nk {
+            jn = j0;
         }
-        let kr = fetch_tile::<F>(k, (bh * nk + jn) * (dk / 8usize), valid_next, block_n, dk / 8usize, units);
-        let vr = fetch_tile::<F>(v, (bh * nk + jn) * (dv / 8usize), valid_next, block_n, dv / 8usize, units);
+        let valid_next = nk - jn;
+        let kr = fetch_tile_clamped::<F>(k, (bh * nk + jn) * (dk / 8usize), valid_next, block_n, dk / 8usize, units);
+        let vr = fetch_tile_clamped::<F>(v, (bh * nk + jn) * (dv / 8usize), valid_next, block_n, dv / 8usize, units);
 
         // S = Q Kᵀ (16 rows × block_n keys per plane).
         let mut s = zero_acc(block_n / 4usize);
@@ -110,39 +114,42 @@ pub fn flash_fwd_mma_kernel<F: Float>(
             }
         }
 
-        // Scale, mask keys past nk, tile max per row.
+        // Mask keys past nk (last tile only), tile max per row of the raw scores (scale > 0).
+        if j0 + block_n > nk {
+            #[unroll]
+            for nt in 0..block_n / 8 {
+                #[unroll]
+                for h in 0..2usize {
+                    let mut w = s[2 * nt + h];
+                    #[unroll]
+                    for e in 0..2usize {
+                        if j0 + nt * 8 + 2 * t + e >= nk {
+                            w[e] = f32::new(NEG_BIG);
+                        }
+                    }
+                    s[2 * nt + h] = w;
+                }
+            }
+        }
         let mut x0 = f32::new(NEG_BIG);
         let mut x1 = f32::new(NEG_BIG);
         #[unroll]
         for nt in 0..block_n / 8 {
-            #[unroll]
-            for h in 0..2usize {
-                let reg = s[2 * nt + h];
-                let mut w = A2::empty();
-                #[unroll]
-                for e in 0..2usize {
-                    let mut x = reg[e] * scale;
-                    if j0 + nt * 8 + 2 * t + e >= nk {
-                        x = f32::new(NEG_BIG);
-                    }
-                    w[e] = x;
-                }
-                s[2 * nt + h] = w;
-                if comptime!(h == 0) {
-                    x0 = max(x0, max(w[0usize], w[1usize]));
-                } else {
-                    x1 = max(x1, max(w[0usize], w[1usize]));
-                }
-            }
+            let w0 = s[2 * nt];
+            let w1 = s[2 * nt + 1];
+            x0 = max(x0, max(w0[0usize], w0[1usize]));
+            x1 = max(x1, max(w1[0usize], w1[1usize]));
         }
         let mn0 = max(m0, quad_max(x0));
         let mn1 = max(m1, quad_max(x1));
-        let alpha0 = (m0 - mn0).exp();
-        let alpha1 = (m1 - mn1).exp();
+        let alpha0 = ((m0 - mn0) * scale).exp();
+        let alpha1 = ((m1 - mn1) * scale).exp();
         m0 = mn0;
         m1 = mn1;
+        let ms0 = mn0 * scale;
+        let ms1 = mn1 * scale;
 
-        // P = exp(S − m) in place; lane-partial row sums.
+        // P = exp(s·S − s·m) in place (one fused multiply-add before the exp); lane-partial row sums.
         let mut p0 = f32::new(0.0);
         let mut p1 = f32::new(0.0);
         #[unroll]
@@ -151,13 +158,13 @@ pub fn flash_fwd_mma_kernel<F: Float>(
             for h in 0..2usize {
                 let reg = s[2 * nt + h];
                 let mut w = A2::empty();
-                let mut mrow = mn0;
+                let mut mrow = ms0;
                 if comptime!(h == 1) {
-                    mrow = mn1;
+                    mrow = ms1;
                 }
                 #[unroll]
                 for e in 0..2usize {
-                    w[e] = (reg[e] - mrow).exp();
+                    w[e] = (reg[e] * scale - mrow).exp();
                 }
                 s[2 * nt + h] = w;
                 if comptime!(h == 0) {
@@ -202,10 +209,10 @@ pub fn flash_fwd_mma_kernel<F: Float>(
     store_acc_rows::<F>(o, &o_acc, bh, nq, r0, r1, t, inv0, inv1, true, dv);
     if t == 0 {
         if r0 < nq {
-            lse[bh * nq + r0] = m0 + l0.ln();
+            lse[bh * nq + r0] = m0 * scale + l0.ln();
         }
         if r1 < nq {
-            lse[bh * nq + r1] = m1 + l1.ln();
+            lse[bh * nq + r1] = m1 * scale + l1.ln();
         }
     }
 }
@@ -251,6 +258,7 @@ pub fn launch_forward_mma<R: CubeRuntime>(
     scale: f32,
 ) {
     super::assert_tight("launch_forward_mma", &[q, k, v, o, lse]);
+    assert!(scale > 0.0 && scale.is_finite(), "launch_forward_mma: the softmax scale must be positive, got {scale}");
     let [bh, nq, dk] = q.meta.shape().dims::<3>();
     let [_, nk, _] = k.meta.shape().dims::<3>();
     let [_, _, dv] = v.meta.shape().dims::<3>();

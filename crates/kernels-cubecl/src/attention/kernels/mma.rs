@@ -186,6 +186,38 @@ pub fn fetch_tile<F: Float>(
     regs
 }
 
+/// [`fetch_tile`] without the zero fill: rows past `valid` (≥ 1) re-read row `valid − 1`, so every load is
+/// an unconditional 16-byte load into the registers (a zero-filled select of 8-lane vectors compiles to
+/// per-lane byte permutes). For tiles whose rows past `valid` are masked out downstream (the forward's
+/// keys past `Nk`: their scores are masked, so `P = 0` multiplies the repeated V rows).
+#[cube]
+pub fn fetch_tile_clamped<F: Float>(
+    src: &Tensor<V8<F>>,
+    base: usize,
+    valid: usize,
+    #[comptime] rows: usize,
+    #[comptime] chunks: usize,
+    #[comptime] units: usize,
+) -> Array<V8<F>> {
+    let per = comptime!((rows * chunks).div_ceil(units));
+    let total = comptime!(rows * chunks);
+    let mut regs = Array::<V8<F>>::new(per);
+    let u = UNIT_POS as usize;
+    let last = valid - 1;
+    #[unroll]
+    for i in 0..per {
+        let idx = u + i * units;
+        let row = min(idx / chunks, last);
+        let at = base + row * chunks + idx % chunks;
+        if comptime!(total % units == 0) {
+            regs[i] = src[at];
+        } else if idx < total {
+            regs[i] = src[at];
+        }
+    }
+    regs
+}
+
 /// Shared half of a tile copy: stores [`fetch_tile`]'s registers at rows `row0 ..` of the padded tile
 /// `dst` (`chunks + 1` per row).
 #[cube]
