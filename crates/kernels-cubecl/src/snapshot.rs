@@ -467,9 +467,7 @@ pub fn kernels() -> Vec<(&'static str, KernelDefinition)> {
                 t(),
                 (),
                 (),
-                (),
                 bce_onehot::UNITS,
-                bce_onehot::PER_UNIT,
                 [f32_ty, i32_ty],
             )
             .define(),
@@ -484,7 +482,6 @@ pub fn kernels() -> Vec<(&'static str, KernelDefinition)> {
                 t(),
                 t(),
                 t(),
-                (),
                 (),
                 (),
                 [f32_ty, i32_ty],

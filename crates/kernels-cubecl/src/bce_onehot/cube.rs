@@ -1,4 +1,5 @@
-//! [`BceOneHotBackend`] for [`CubeBackend`]: block sums then a Burn `sum` of the partials; elementwise backward.
+//! [`BceOneHotBackend`] for [`CubeBackend`]: per-cube partial sums (one unit per anchor, looping over the classes)
+//! then a Burn `sum` of the partials; the backward writes every element from one unit per anchor.
 //! The logits are read in place with their strides (no contiguous copy of the largest tensor of the loss).
 use burn::tensor::{DType, Shape, Tensor, TensorPrimitive};
 use burn_cubecl::{tensor::CubeTensor, BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement};

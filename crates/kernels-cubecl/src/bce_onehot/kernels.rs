@@ -13,14 +13,16 @@
 //!
 //! # Work split
 //!
-//! Rows `r = b·C + c` of the logits are spread over the grid's y (and z, past 65 535 rows) axes; along x a
-//! cube covers `units·PER_UNIT` consecutive anchors of its row (coalesced: unit `u` takes anchors
-//! `u, u + units, …`). No per-element division: `(b, c)` come from the row once per cube.
-//! Forward: tree reduction in shared memory, one f32 partial per cube (`[rows, chunks]`); the host sums the
-//! partials. Backward: one unit per element.
+//! Grid `(⌈A / units⌉, B)`: unit `u` of cube `x` owns anchor `a = x·units + u` of image `b` and walks the `C`
+//! class rows (four independent loads per step; a warp's loads of one row are coalesced). The label and
+//! score of the anchor are read once, not once per class: the sums split as
+//! `Σ_c [max(x, 0) + ln(1 + e^{−|x|})] − x_label·score` (forward) and the backward writes `d·σ(x)` for
+//! every class, then `d·(σ(x_label) − score)` at the label's row (same unit, program order).
+//! Forward: tree reduction in shared memory, one f32 partial per cube (`[B, chunks]`); the caller sums the
+//! partials.
 //!
 //! Layouts: the logits may be strided (the head's output, or a CUDA tensor with pitched rows: read in place,
-//! no copy); labels, scores and `d_logits` are contiguous.
+//! no copy); labels, scores and `d_logits` are contiguous. A label outside `[0, C)` has no target.
 use cubecl::prelude::*;
 
 use burn::tensor::DType;
@@ -28,30 +30,16 @@ use burn_cubecl::{tensor::CubeTensor, CubeRuntime};
 
 use crate::bce::kernels::{backward::stable_sigmoid, forward::log1p_unit};
 
-/// Units per cube.
+/// Units per cube (one anchor each).
 pub const UNITS: usize = 256;
 
-/// Anchors per unit in the forward.
-pub const PER_UNIT: usize = 8;
-
-/// Largest grid y extent (CUDA's limit); more rows go to z.
-const MAX_Y: usize = 65_535;
-
-/// `(row, b, c)` of this cube; `row ≥ rows` for the padding cubes of the z split.
+/// `max(x, 0) + ln(1 + e^{−|x|})`: the BCE-with-logits of a zero target.
 #[cube]
-fn cube_row(num_classes: u32) -> (usize, usize, usize) {
-    let row = CUBE_POS_Z as usize * CUBE_COUNT_Y as usize + CUBE_POS_Y as usize;
-    let nc = num_classes as usize;
-    (row, row / nc, row % nc)
+fn bce_zero(x: f32) -> f32 {
+    max(x, f32::new(0.0)) + log1p_unit((-x.abs()).exp())
 }
 
-/// `(offset of logits[b, c, 0], stride of the anchor axis)`.
-#[cube]
-fn row_base<F: Float>(logits: &Tensor<F>, b: usize, c: usize) -> (usize, usize) {
-    (b * logits.stride(0) + c * logits.stride(1), logits.stride(2))
-}
-
-/// `logits [B, C, A]` (strided), `labels`, `scores [B, A]` → `partial [B·C, chunks]` (f32 sums).
+/// `logits [B, C, A]` (strided), `labels`, `scores [B, A]` → `partial [B, chunks]` (f32 sums).
 #[cube(launch_unchecked)]
 #[allow(clippy::too_many_arguments, clippy::assign_op_pattern)]
 pub fn bce_onehot_fwd_kernel<F: Float, I: Int>(
@@ -59,31 +47,38 @@ pub fn bce_onehot_fwd_kernel<F: Float, I: Int>(
     labels: &Tensor<I>,
     scores: &Tensor<F>,
     partial: &mut Tensor<f32>,
-    rows: u32,
     num_classes: u32,
     num_anchors: u32,
     #[comptime] units: usize,
-    #[comptime] per_unit: usize,
     #[define(F, I)] _dtypes: [StorageType; 2],
 ) {
     let tid = UNIT_POS_X as usize;
-    let (row, b, c) = cube_row(num_classes);
+    let b = CUBE_POS_Y as usize;
     let na = num_anchors as usize;
+    let nc = num_classes as usize;
+    let a = CUBE_POS_X as usize * units + tid;
     let mut acc = f32::new(0.0);
-    if row < rows as usize {
-        let (base, sa) = row_base::<F>(logits, b, c);
-        let first = CUBE_POS_X as usize * units * per_unit;
-        for k in 0..per_unit {
-            let a = first + k * units + tid;
-            if a < na {
-                let x = f32::cast_from(logits[base + a * sa]);
-                let mut t = f32::new(0.0);
-                if i32::cast_from(labels[b * na + a]) == c as i32 {
-                    t = f32::cast_from(scores[b * na + a]);
-                }
-                let u = (-x.abs()).exp();
-                acc = acc + (max(x, f32::new(0.0)) - x * t + log1p_unit(u));
-            }
+    if a < na {
+        let s1 = logits.stride(1);
+        let base = b * logits.stride(0) + a * logits.stride(2);
+        let c4 = nc - nc % 4;
+        let mut c = 0usize;
+        while c < c4 {
+            let x0 = f32::cast_from(logits[base + c * s1]);
+            let x1 = f32::cast_from(logits[base + (c + 1) * s1]);
+            let x2 = f32::cast_from(logits[base + (c + 2) * s1]);
+            let x3 = f32::cast_from(logits[base + (c + 3) * s1]);
+            acc = acc + ((bce_zero(x0) + bce_zero(x1)) + (bce_zero(x2) + bce_zero(x3)));
+            c += 4;
+        }
+        while c < nc {
+            acc = acc + bce_zero(f32::cast_from(logits[base + c * s1]));
+            c += 1;
+        }
+        let label = i32::cast_from(labels[b * na + a]);
+        if label >= 0 && label < nc as i32 {
+            let x = f32::cast_from(logits[base + label as usize * s1]);
+            acc = acc - x * f32::cast_from(scores[b * na + a]);
         }
     }
     let mut s = SharedMemory::<f32>::new(units);
@@ -97,8 +92,8 @@ pub fn bce_onehot_fwd_kernel<F: Float, I: Int>(
         sync_cube();
         half /= 2;
     }
-    if tid == 0 && row < rows as usize {
-        partial[row * CUBE_COUNT_X as usize + CUBE_POS_X as usize] = s[0];
+    if tid == 0 {
+        partial[b * CUBE_COUNT_X as usize + CUBE_POS_X as usize] = s[0];
     }
 }
 
@@ -111,35 +106,48 @@ pub fn bce_onehot_bwd_kernel<F: Float, I: Int>(
     scores: &Tensor<F>,
     d_total: &Tensor<F>,
     d_logits: &mut Tensor<F>,
-    rows: u32,
     num_classes: u32,
     num_anchors: u32,
     #[define(F, I)] _dtypes: [StorageType; 2],
 ) {
-    let (row, b, c) = cube_row(num_classes);
+    let b = CUBE_POS_Y as usize;
     let na = num_anchors as usize;
+    let nc = num_classes as usize;
     let a = CUBE_POS_X as usize * CUBE_DIM_X as usize + UNIT_POS_X as usize;
-    if row < rows as usize && a < na {
-        let (base, sa) = row_base::<F>(logits, b, c);
-        let x = f32::cast_from(logits[base + a * sa]);
-        let mut t = f32::new(0.0);
-        if i32::cast_from(labels[b * na + a]) == c as i32 {
-            t = f32::cast_from(scores[b * na + a]);
-        }
+    if a < na {
+        let s1 = logits.stride(1);
+        let base = b * logits.stride(0) + a * logits.stride(2);
+        let out = b * nc * na + a;
         let g = f32::cast_from(d_total[0]);
-        d_logits[row * na + a] = F::cast_from(g * (stable_sigmoid(x) - t));
+        let c4 = nc - nc % 4;
+        let mut c = 0usize;
+        while c < c4 {
+            let x0 = f32::cast_from(logits[base + c * s1]);
+            let x1 = f32::cast_from(logits[base + (c + 1) * s1]);
+            let x2 = f32::cast_from(logits[base + (c + 2) * s1]);
+            let x3 = f32::cast_from(logits[base + (c + 3) * s1]);
+            d_logits[out + c * na] = F::cast_from(g * stable_sigmoid(x0));
+            d_logits[out + (c + 1) * na] = F::cast_from(g * stable_sigmoid(x1));
+            d_logits[out + (c + 2) * na] = F::cast_from(g * stable_sigmoid(x2));
+            d_logits[out + (c + 3) * na] = F::cast_from(g * stable_sigmoid(x3));
+            c += 4;
+        }
+        while c < nc {
+            d_logits[out + c * na] = F::cast_from(g * stable_sigmoid(f32::cast_from(logits[base + c * s1])));
+            c += 1;
+        }
+        let label = i32::cast_from(labels[b * na + a]);
+        if label >= 0 && label < nc as i32 {
+            let l = label as usize;
+            let x = f32::cast_from(logits[base + l * s1]);
+            d_logits[out + l * na] = F::cast_from(g * (stable_sigmoid(x) - f32::cast_from(scores[b * na + a])));
+        }
     }
 }
 
-/// Grid `(x, y, z)` for `rows` rows of `x` cubes each.
-fn grid(x: usize, rows: usize) -> CubeCount {
-    let y = rows.clamp(1, MAX_Y);
-    CubeCount::Static(x as u32, y as u32, rows.div_ceil(y).max(1) as u32)
-}
-
-/// Number of forward partials (`rows · chunks`, f32) for logits `[B, C, A]`: `(B·C, ⌈A / (units·PER_UNIT)⌉)`.
-pub fn forward_split(b: usize, c: usize, a: usize) -> (usize, usize) {
-    (b * c, a.div_ceil(UNITS * PER_UNIT).max(1))
+/// Number of forward partials (f32) for logits `[B, C, A]`: `(B, ⌈A / units⌉)`.
+pub fn forward_split(b: usize, _c: usize, a: usize) -> (usize, usize) {
+    (b, a.div_ceil(UNITS).max(1))
 }
 
 fn check<R: CubeRuntime>(
@@ -152,10 +160,11 @@ fn check<R: CubeRuntime>(
     assert_eq!(labels.meta.shape().dims::<2>(), [b, a], "{what}: labels");
     assert_eq!(scores.meta.shape().dims::<2>(), [b, a], "{what}: scores");
     assert_eq!(scores.dtype, logits.dtype, "{what}: scores dtype");
+    assert!(b <= 65_535, "{what}: at most 65 535 images per call (grid y), got {b}");
     [b, c, a]
 }
 
-/// Launches [`bce_onehot_fwd_kernel`] into `partial` (f32, contiguous `[rows, chunks]` of [`forward_split`],
+/// Launches [`bce_onehot_fwd_kernel`] into `partial` (f32, contiguous `[B, chunks]` of [`forward_split`],
 /// every element written). `logits` may be strided; `labels`, `scores` contiguous.
 pub fn launch_bce_onehot_forward<R: CubeRuntime>(
     logits: &CubeTensor<R>,
@@ -168,26 +177,24 @@ pub fn launch_bce_onehot_forward<R: CubeRuntime>(
     let (rows, chunks) = forward_split(b, c, a);
     assert_eq!(partial.meta.shape().dims::<2>(), [rows, chunks], "launch_bce_onehot_forward: partial");
     assert_eq!(partial.dtype, DType::F32, "launch_bce_onehot_forward: partial dtype");
-    if rows * a == 0 {
+    if b * a == 0 {
         return;
     }
-    // SAFETY: rows are checked against `B·C` and anchors against `A`; logits are read through their own
-    // strides at `(b, c, a)` inside the shape; labels/scores at `b·A + a < B·A`; partials at
-    // `row·chunks + x < rows·chunks`.
+    // SAFETY: images are the grid's y extent `B`, anchors checked against `A`, classes `c < C` (labels
+    // range-tested); logits are read through their own strides inside the shape; labels/scores at
+    // `b·A + a < B·A`; partials at `b·chunks + x < B·chunks`.
     unsafe {
         bce_onehot_fwd_kernel::launch_unchecked::<R>(
             &logits.client,
-            grid(chunks, rows),
+            CubeCount::Static(chunks as u32, b as u32, 1),
             CubeDim::new_1d(UNITS as u32),
             logits.clone().into_tensor_arg(),
             labels.clone().into_tensor_arg(),
             scores.clone().into_tensor_arg(),
             partial.clone().into_tensor_arg(),
-            rows as u32,
             c as u32,
             a as u32,
             UNITS,
-            PER_UNIT,
             [logits.dtype.into(), labels.dtype.into()],
         )
     }
@@ -206,23 +213,22 @@ pub fn launch_bce_onehot_backward<R: CubeRuntime>(
     let [b, c, a] = check("launch_bce_onehot_backward", logits, labels, scores);
     assert_eq!(d_logits.meta.shape().dims::<3>(), [b, c, a], "launch_bce_onehot_backward: d_logits");
     assert_eq!(d_total.meta.shape().num_elements(), 1, "launch_bce_onehot_backward: d_total");
-    let rows = b * c;
-    if rows * a == 0 {
+    if b * c * a == 0 {
         return;
     }
-    // SAFETY: rows are checked against `B·C` and anchors against `A`; logits are read through their own
-    // strides inside the shape; `d_logits` written at `row·A + a < B·C·A`; `d_total` has one element.
+    // SAFETY: images are the grid's y extent `B`, anchors checked against `A`, classes `c < C` (labels
+    // range-tested); logits are read through their own strides inside the shape; `d_logits` written at
+    // `(b·C + c)·A + a < B·C·A`; `d_total` has one element.
     unsafe {
         bce_onehot_bwd_kernel::launch_unchecked::<R>(
             &logits.client,
-            grid(a.div_ceil(UNITS), rows),
+            CubeCount::Static(a.div_ceil(UNITS) as u32, b as u32, 1),
             CubeDim::new_1d(UNITS as u32),
             logits.clone().into_tensor_arg(),
             labels.clone().into_tensor_arg(),
             scores.clone().into_tensor_arg(),
             d_total.clone().into_tensor_arg(),
             d_logits.clone().into_tensor_arg(),
-            rows as u32,
             c as u32,
             a as u32,
             [logits.dtype.into(), labels.dtype.into()],
