@@ -52,22 +52,24 @@ struct Args {
     #[arg(long, value_delimiter = ',', default_value = "1,64")]
     psa_batches: Vec<usize>,
     /// Tuning sweep instead of the comparison: FA2 forward only, once per tensor-core configuration
-    /// `BNxP` (key-tile width × planes), e.g. `64x4,64x8,32x4`; `auto` is the built-in choice. Applies to
-    /// the kernel the device selects: `mma` (BN 32|64|128, P 1|2|4|8) or `cmma` (BN 32|64, P 1–8)
+    /// `BNxP[xM]` (key-tile width × planes × 16-row query blocks per plane), e.g. `64x4,64x4x2,32x4`; `auto`
+    /// is the built-in choice. Applies to the kernel the device selects: `mma` (BN 32|64|128, P 1|2|4|8,
+    /// M 1|2, 16·P·M ≤ 2·BN) or `cmma` (BN 32|64, P 1–8, M 1)
     #[arg(long, value_delimiter = ',')]
     cmma_sweep: Vec<String>,
 }
 
-/// `BNxP` → `Some((block_n, planes))`; `auto` → `None`.
-fn parse_cmma(s: &str) -> Option<(usize, usize)> {
+/// `BNxP` or `BNxPxM` → `Some((block_n, planes, m-tiles))` (M defaults to 1); `auto` → `None`.
+fn parse_cmma(s: &str) -> Option<(usize, usize, usize)> {
     if s == "auto" {
         return None;
     }
-    let parsed = s.split_once('x').and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)));
-    match parsed {
-        Some(c @ (32 | 64 | 128, 1..=8)) => Some(c),
+    let parts: Vec<Option<usize>> = s.split('x').map(|p| p.parse().ok()).collect();
+    match parts[..] {
+        [Some(bn @ (32 | 64 | 128)), Some(p @ 1..=8)] => Some((bn, p, 1)),
+        [Some(bn @ (32 | 64 | 128)), Some(p @ 1..=8), Some(m @ 1..=2)] => Some((bn, p, m)),
         _ => {
-            eprintln!("bench-attention: bad --cmma-sweep entry '{s}' (BNxP with BN 32|64|128, P 1–8, or auto)");
+            eprintln!("bench-attention: bad --cmma-sweep entry '{s}' (BNxP[xM] with BN 32|64|128, P 1–8, M 1|2, or auto)");
             std::process::exit(2);
         }
     }
@@ -82,14 +84,14 @@ fn sweep_shape<B: FlashAttentionBackend>(s: Shape, dtype: DType, dev: &B::Device
     B::sync(dev).unwrap();
     for cfg in &args.cmma_sweep {
         let c = parse_cmma(cfg);
-        let mma_ok = c.is_none_or(|(bn, p)| p.is_power_of_two() && p <= 8 && bn <= 128);
-        let cmma_ok = c.is_none_or(|(bn, _)| bn <= 64);
-        if !mma_ok {
+        let mma = c.map(|(block_n, planes, mtiles)| forward_mma::MmaConfig { block_n, planes, mtiles });
+        if !mma.is_none_or(|m| m.is_valid()) {
             eprintln!("bench-attention: skipping {cfg} (not an mma configuration)");
             continue;
         }
-        forward_mma::set_config_override(c.filter(|_| mma_ok));
-        forward_cmma::set_config_override(c.filter(|_| cmma_ok));
+        let cmma_ok = c.is_none_or(|(bn, _, m)| bn <= 64 && m == 1);
+        forward_mma::set_config_override(mma);
+        forward_cmma::set_config_override(c.filter(|_| cmma_ok).map(|(bn, p, _)| (bn, p)));
         let (us, _) = time::<B>(dev, || {
             let _o = flash_attention(q.clone(), k.clone(), v.clone(), scale);
             B::sync(dev).unwrap();

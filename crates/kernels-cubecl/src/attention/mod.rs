@@ -47,6 +47,7 @@ pub fn flash_attention<B: FlashAttentionBackend>(
         k.dims(),
         v.dims()
     );
+    assert!(nk > 0, "flash_attention: k and v have no keys (Nk = 0); the softmax over no keys is undefined");
     let q = q.reshape([b * h, nq, dk]).into_primitive().tensor();
     let k = k.reshape([b * h, nk, dk]).into_primitive().tensor();
     let v = v.reshape([b * h, nk, dv]).into_primitive().tensor();

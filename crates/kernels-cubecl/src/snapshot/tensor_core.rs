@@ -45,9 +45,9 @@ pub fn fa2_mma_cuda() -> Vec<(&'static str, String)> {
     let settings = |planes: usize| {
         KernelSettings::default().cube_dim(CubeDim::new_2d(PLANE as u32, planes as u32)).address_type(AddressType::U32)
     };
-    let (block_n, planes) = forward_mma::FORWARD_CONFIG;
+    let config = forward_mma::FORWARD_CONFIG;
     let fwd = forward_mma::flash_fwd_mma_kernel::FlashFwdMmaKernel::<WgpuRuntime>::new(
-        settings(planes),
+        settings(config.planes),
         client(),
         t(),
         t(),
@@ -59,8 +59,9 @@ pub fn fa2_mma_cuda() -> Vec<(&'static str, String)> {
         (),
         32,
         64,
-        planes,
-        block_n,
+        config.planes,
+        config.mtiles,
+        config.block_n,
         f16_ty,
     )
     .define();

@@ -12,13 +12,15 @@
 //!
 //! # Work split (the FA2 layout)
 //!
-//! Grid `(⌈Nq/BM⌉, BH)`; a cube is `P` planes (`BM = 16·P` query rows), plane `p` owns rows
-//! `16p .. 16p+16`. Each plane keeps its Q rows as A fragments, its `S` tile and its output accumulator
-//! in registers for the whole key loop: lane `(g, t)` holds rows `g` and `g+8`, so the row max and sum
-//! are a quad reduction (two shuffles), `α`-rescaling of `O` happens in registers, and the `S`
-//! accumulator *is* the A fragment of `P·V`. Per key tile (`BN` keys, comptime) the cube stages K and V
-//! in shared memory (rows past `Nk` repeat row `Nk − 1`, masked in `S`; two buffers: the next tile's
-//! global loads are issued into registers before the current tile's products and stored after them, one
+//! Grid `(⌈Nq/BM⌉, BH)`; a cube is `P` planes of `M` blocks of 16 query rows (`BM = 16·P·M`), plane `p`
+//! owns rows `16·M·p .. 16·M·(p+1)`. Each plane keeps its Q rows as A fragments, its `S` tile and its
+//! output accumulator in registers for the whole key loop: lane `(g, t)` holds rows `g` and `g+8` of each
+//! 16-row block, so the row max and sum are a quad reduction (two shuffles), `α`-rescaling of `O` happens
+//! in registers, and the `S` accumulator *is* the A fragment of `P·V`. With `M = 2` each K/V fragment
+//! read from shared memory (`ldmatrix`) feeds two products. Per key tile (`BN` keys, comptime) the cube
+//! stages K and V in shared memory (rows past `Nk` repeat row `Nk − 1`, masked in `S`; two buffers: the
+//! next tile's global loads are issued into registers before the current tile's products and stored after
+//! them, one
 //! cube sync per tile);
 //! `ldmatrix` feeds the B fragments (V transposed on the fly).
 use cubecl::prelude::*;
@@ -35,8 +37,10 @@ use cubecl::ir::FastMath;
 
 /// `q: [BH, nq, dk]`, `k: [BH, nk, dk]`, `v: [BH, nk, dv]` (f16/bf16, read in 8-element chunks) →
 /// `o: [BH, nq, dv]` (written in pairs), `lse: [BH, nq]` f32. All contiguous; `dk`, `dv` multiples of
-/// 16; cube = `(32, planes)` units; `block_n` a multiple of 16.
+/// 16; cube = `(32, planes)` units, each plane `mtiles` blocks of 16 query rows; `block_n` a multiple of
+/// 16 with `2·block_n ≥ 16·planes·mtiles` (the Q tile is staged in the K buffers).
 #[cube(launch_unchecked, fast_math = FastMath::ReducedPrecision | FastMath::NotNaN | FastMath::NotInf)]
+#[allow(clippy::too_many_arguments)]
 pub fn flash_fwd_mma_kernel<F: Float>(
     q: &Tensor<V8<F>>,
     k: &Tensor<V8<F>>,
@@ -49,13 +53,18 @@ pub fn flash_fwd_mma_kernel<F: Float>(
     #[comptime] dk: usize,
     #[comptime] dv: usize,
     #[comptime] planes: usize,
+    #[comptime] mtiles: usize,
     #[comptime] block_n: usize,
     #[define(F)] _dtype: StorageType,
 ) {
-    let block_m = comptime!(planes * 16);
+    let block_m = comptime!(planes * mtiles * 16);
     let units = comptime!(planes * PLANE);
     let ks = comptime!(dk / 8 + 1);
     let vs = comptime!(dv / 8 + 1);
+    // Registers per m-tile of the Q fragments, the S accumulator and the O accumulator.
+    let qn = comptime!(dk / 4);
+    let sn = comptime!(block_n / 4);
+    let on = comptime!(dv / 4);
     let lane = UNIT_POS_X as usize;
     let plane = UNIT_POS_Y as usize;
     let t = lane % 4;
@@ -65,22 +74,34 @@ pub fn flash_fwd_mma_kernel<F: Float>(
     let nk = nk as usize;
     let row0 = CUBE_POS_X as usize * block_m;
 
-    let mut q_s = SharedMemory::<V8<F>>::new(block_m * ks);
     // Two K and two V tiles: tile `kt` lives at rows `(kt % 2)·block_n ..`; the next one is fetched into
     // registers during the current one's products and stored into the other half (one sync per tile).
+    // Before the key loop the K buffers hold the Q tile (`block_m ≤ 2·block_n` rows).
     let mut k_s = SharedMemory::<V8<F>>::new(2 * block_n * ks);
     let mut v_s = SharedMemory::<V8<F>>::new(2 * block_n * vs);
 
-    load_tile::<F>(q, &mut q_s, (bh * nq + row0) * (dk / 8usize), nq - row0, block_m, dk / 8usize, units);
+    load_tile::<F>(q, &mut k_s, (bh * nq + row0) * (dk / 8usize), nq - row0, block_m, dk / 8usize, units);
     sync_cube();
-    let qa = plane_a_frags::<F>(&q_s, plane, dk);
+    let mut qa = Array::<R2<F>>::new(mtiles * qn);
+    #[unroll]
+    for mt in 0..mtiles {
+        let f = plane_a_frags::<F>(&k_s, plane * mtiles + mt, dk);
+        #[unroll]
+        for i in 0..qn {
+            qa[mt * qn + i] = f[i];
+        }
+    }
+    sync_cube();
 
-    let mut o_acc = zero_acc(dv / 4usize);
-    // Running max and lane-partial sum of rows g (…0) and g+8 (…1).
-    let mut m0 = f32::new(NEG_BIG);
-    let mut m1 = f32::new(NEG_BIG);
-    let mut l0 = f32::new(0.0);
-    let mut l1 = f32::new(0.0);
+    let mut o_acc = zero_acc(mtiles * on);
+    // Running max (unscaled) and lane-partial sum of rows g (index 2·mt) and g+8 (2·mt + 1) of m-tile mt.
+    let mut m_run = Array::<f32>::new(2 * mtiles);
+    let mut l_run = Array::<f32>::new(2 * mtiles);
+    #[unroll]
+    for i in 0..2 * mtiles {
+        m_run[i] = f32::new(NEG_BIG);
+        l_run[i] = f32::new(0.0);
+    }
 
     let num_tiles = nk.div_ceil(block_n);
     let kr = fetch_tile_clamped::<F>(k, (bh * nk) * (dk / 8usize), nk, block_n, dk / 8usize, units);
@@ -101,96 +122,113 @@ pub fn flash_fwd_mma_kernel<F: Float>(
         let kr = fetch_tile_clamped::<F>(k, (bh * nk + jn) * (dk / 8usize), valid_next, block_n, dk / 8usize, units);
         let vr = fetch_tile_clamped::<F>(v, (bh * nk + jn) * (dv / 8usize), valid_next, block_n, dv / 8usize, units);
 
-        // S = Q Kᵀ (16 rows × block_n keys per plane).
-        let mut s = zero_acc(block_n / 4usize);
+        // S = Q Kᵀ (16·mtiles rows × block_n keys per plane); each K fragment feeds every m-tile.
+        let mut s = zero_acc(mtiles * sn);
         #[unroll]
         for kf in 0..dk / 16 {
-            let a = take4::<F>(&qa, 4usize * kf);
             #[unroll]
             for np in 0..block_n / 16 {
                 let b = ldsm_x4::<F>(&k_s, cur + np * 16usize, 2usize * kf, ks, false, false);
-                mma_into::<F>(&a, &b, 0usize, &mut s, 4usize * np);
-                mma_into::<F>(&a, &b, 2usize, &mut s, 4usize * np + 2usize);
+                #[unroll]
+                for mt in 0..mtiles {
+                    let a = take4::<F>(&qa, mt * qn + 4usize * kf);
+                    mma_into::<F>(&a, &b, 0usize, &mut s, mt * sn + 4usize * np);
+                    mma_into::<F>(&a, &b, 2usize, &mut s, mt * sn + 4usize * np + 2usize);
+                }
             }
         }
 
-        // Mask keys past nk (last tile only), tile max per row of the raw scores (scale > 0).
+        // Mask keys past nk (last tile only).
         if j0 + block_n > nk {
+            #[unroll]
+            for mt in 0..mtiles {
+                #[unroll]
+                for nt in 0..block_n / 8 {
+                    #[unroll]
+                    for h in 0..2usize {
+                        let mut w = s[mt * sn + 2 * nt + h];
+                        #[unroll]
+                        for e in 0..2usize {
+                            if j0 + nt * 8 + 2 * t + e >= nk {
+                                w[e] = f32::new(NEG_BIG);
+                            }
+                        }
+                        s[mt * sn + 2 * nt + h] = w;
+                    }
+                }
+            }
+        }
+
+        #[unroll]
+        for mt in 0..mtiles {
+            // Tile max per row of the raw scores (scale > 0), new running max, rescale factors.
+            let mut x0 = f32::new(NEG_BIG);
+            let mut x1 = f32::new(NEG_BIG);
+            #[unroll]
+            for nt in 0..block_n / 8 {
+                let w0 = s[mt * sn + 2 * nt];
+                let w1 = s[mt * sn + 2 * nt + 1];
+                x0 = max(x0, max(w0[0usize], w0[1usize]));
+                x1 = max(x1, max(w1[0usize], w1[1usize]));
+            }
+            let mo0 = m_run[2 * mt];
+            let mo1 = m_run[2 * mt + 1];
+            let mn0 = max(mo0, quad_max(x0));
+            let mn1 = max(mo1, quad_max(x1));
+            let alpha0 = ((mo0 - mn0) * scale).exp();
+            let alpha1 = ((mo1 - mn1) * scale).exp();
+            m_run[2 * mt] = mn0;
+            m_run[2 * mt + 1] = mn1;
+            let ms0 = mn0 * scale;
+            let ms1 = mn1 * scale;
+
+            // P = exp(s·S − s·m) in place (one fused multiply-add before the exp); lane-partial row sums.
+            let mut p0 = f32::new(0.0);
+            let mut p1 = f32::new(0.0);
             #[unroll]
             for nt in 0..block_n / 8 {
                 #[unroll]
                 for h in 0..2usize {
-                    let mut w = s[2 * nt + h];
+                    let reg = s[mt * sn + 2 * nt + h];
+                    let mut w = A2::empty();
+                    let mut mrow = ms0;
+                    if comptime!(h == 1) {
+                        mrow = ms1;
+                    }
                     #[unroll]
                     for e in 0..2usize {
-                        if j0 + nt * 8 + 2 * t + e >= nk {
-                            w[e] = f32::new(NEG_BIG);
-                        }
+                        w[e] = (reg[e] * scale - mrow).exp();
                     }
-                    s[2 * nt + h] = w;
+                    s[mt * sn + 2 * nt + h] = w;
+                    if comptime!(h == 0) {
+                        p0 += w[0usize] + w[1usize];
+                    } else {
+                        p1 += w[0usize] + w[1usize];
+                    }
                 }
             }
-        }
-        let mut x0 = f32::new(NEG_BIG);
-        let mut x1 = f32::new(NEG_BIG);
-        #[unroll]
-        for nt in 0..block_n / 8 {
-            let w0 = s[2 * nt];
-            let w1 = s[2 * nt + 1];
-            x0 = max(x0, max(w0[0usize], w0[1usize]));
-            x1 = max(x1, max(w1[0usize], w1[1usize]));
-        }
-        let mn0 = max(m0, quad_max(x0));
-        let mn1 = max(m1, quad_max(x1));
-        let alpha0 = ((m0 - mn0) * scale).exp();
-        let alpha1 = ((m1 - mn1) * scale).exp();
-        m0 = mn0;
-        m1 = mn1;
-        let ms0 = mn0 * scale;
-        let ms1 = mn1 * scale;
-
-        // P = exp(s·S − s·m) in place (one fused multiply-add before the exp); lane-partial row sums.
-        let mut p0 = f32::new(0.0);
-        let mut p1 = f32::new(0.0);
-        #[unroll]
-        for nt in 0..block_n / 8 {
+            l_run[2 * mt] = l_run[2 * mt] * alpha0 + p0;
+            l_run[2 * mt + 1] = l_run[2 * mt + 1] * alpha1 + p1;
             #[unroll]
-            for h in 0..2usize {
-                let reg = s[2 * nt + h];
-                let mut w = A2::empty();
-                let mut mrow = ms0;
-                if comptime!(h == 1) {
-                    mrow = ms1;
-                }
-                #[unroll]
-                for e in 0..2usize {
-                    w[e] = (reg[e] * scale - mrow).exp();
-                }
-                s[2 * nt + h] = w;
-                if comptime!(h == 0) {
-                    p0 += w[0usize] + w[1usize];
-                } else {
-                    p1 += w[0usize] + w[1usize];
-                }
+            for nd in 0..dv / 8 {
+                o_acc[mt * on + 2 * nd] = o_acc[mt * on + 2 * nd] * A2::new(alpha0);
+                o_acc[mt * on + 2 * nd + 1] = o_acc[mt * on + 2 * nd + 1] * A2::new(alpha1);
             }
         }
-        l0 = l0 * alpha0 + p0;
-        l1 = l1 * alpha1 + p1;
-        #[unroll]
-        for nd in 0..dv / 8 {
-            o_acc[2 * nd] = o_acc[2 * nd] * A2::new(alpha0);
-            o_acc[2 * nd + 1] = o_acc[2 * nd + 1] * A2::new(alpha1);
-        }
 
-        // O += P V: the S accumulator is P's A fragment; V's B fragments via ldmatrix.trans.
+        // O += P V: the S accumulator is P's A fragment; V's B fragments via ldmatrix.trans, each feeding
+        // every m-tile.
         #[unroll]
         for kc in 0..block_n / 16 {
-            let pa = acc_as_a::<F>(&s, kc);
             #[unroll]
             for dp in 0..dv / 16 {
                 let b = ldsm_x4::<F>(&v_s, cur + kc * 16usize, 2usize * dp, vs, true, true);
-                mma_into::<F>(&pa, &b, 0usize, &mut o_acc, 4usize * dp);
-                mma_into::<F>(&pa, &b, 2usize, &mut o_acc, 4usize * dp + 2usize);
+                #[unroll]
+                for mt in 0..mtiles {
+                    let pa = acc_as_a::<F>(&s, comptime!(mt * block_n / 16) + kc);
+                    mma_into::<F>(&pa, &b, 0usize, &mut o_acc, mt * on + 4usize * dp);
+                    mma_into::<F>(&pa, &b, 2usize, &mut o_acc, mt * on + 4usize * dp + 2usize);
+                }
             }
         }
         // The other half was last read in iteration kt − 1, before its closing sync.
@@ -200,51 +238,104 @@ pub fn flash_fwd_mma_kernel<F: Float>(
     }
 
     // O / l, LSE = m + ln l (l summed over the quad).
-    let l0 = quad_sum(l0);
-    let l1 = quad_sum(l1);
-    let inv0 = A2::new(f32::new(1.0) / l0);
-    let inv1 = A2::new(f32::new(1.0) / l1);
-    let r0 = row0 + plane * 16 + g;
-    let r1 = r0 + 8;
-    store_acc_rows::<F>(o, &o_acc, bh, nq, r0, r1, t, inv0, inv1, true, dv);
-    if t == 0 {
-        if r0 < nq {
-            lse[bh * nq + r0] = m0 * scale + l0.ln();
+    #[unroll]
+    for mt in 0..mtiles {
+        let l0 = quad_sum(l_run[2 * mt]);
+        let l1 = quad_sum(l_run[2 * mt + 1]);
+        let inv0 = A2::new(f32::new(1.0) / l0);
+        let inv1 = A2::new(f32::new(1.0) / l1);
+        let r0 = row0 + (plane * mtiles + mt) * 16 + g;
+        let r1 = r0 + 8;
+        let mut acc = Array::<A2>::new(on);
+        #[unroll]
+        for i in 0..on {
+            acc[i] = o_acc[mt * on + i];
         }
-        if r1 < nq {
-            lse[bh * nq + r1] = m1 * scale + l1.ln();
+        store_acc_rows::<F>(o, &acc, bh, nq, r0, r1, t, inv0, inv1, true, dv);
+        if t == 0 {
+            if r0 < nq {
+                lse[bh * nq + r0] = m_run[2 * mt] * scale + l0.ln();
+            }
+            if r1 < nq {
+                lse[bh * nq + r1] = m_run[2 * mt + 1] * scale + l1.ln();
+            }
         }
     }
 }
 
-/// Keys per tile and planes per cube of the forward (default; see [`set_config_override`]).
-pub const FORWARD_CONFIG: (usize, usize) = (64, 4);
+/// A forward tile configuration: keys per K/V tile, planes per cube, 16-row query blocks per plane.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MmaConfig {
+    /// Keys per K/V tile (32, 64 or 128).
+    pub block_n: usize,
+    /// Planes (warps) per cube (1, 2, 4 or 8).
+    pub planes: usize,
+    /// 16-row query blocks per plane (1 or 2): with 2, every K/V fragment loaded from shared memory feeds
+    /// two tensor-core products.
+    pub mtiles: usize,
+}
 
-/// Benchmark override of `(block_n, planes)`, packed `block_n << 8 | planes`; 0 = [`FORWARD_CONFIG`].
+impl MmaConfig {
+    /// Query rows per cube.
+    pub fn block_m(&self) -> usize {
+        16 * self.planes * self.mtiles
+    }
+
+    /// Whether the kernel supports it (the Q tile is staged in the two K buffers: `block_m ≤ 2·block_n`).
+    pub fn is_valid(&self) -> bool {
+        matches!(self.block_n, 32 | 64 | 128)
+            && matches!(self.planes, 1 | 2 | 4 | 8)
+            && matches!(self.mtiles, 1 | 2)
+            && self.block_m() <= 2 * self.block_n
+    }
+}
+
+/// The forward's configuration for short query sequences (`Nq ≤` [`LONG_NQ`], e.g. PSA's 400 tokens: 64-row
+/// cubes waste fewer padded rows). See [`set_config_override`].
+pub const FORWARD_CONFIG: MmaConfig = MmaConfig { block_n: 64, planes: 4, mtiles: 1 };
+
+/// The configuration for `Nq >` [`LONG_NQ`]: two 16-row blocks per plane (H200, B16 H8 N4096 D64 f16:
+/// 227 TFLOP/s vs 206 with one; `docs/BENCHMARKS.md`, FA2 run 7).
+pub const LONG_CONFIG: MmaConfig = MmaConfig { block_n: 64, planes: 4, mtiles: 2 };
+
+/// Query length above which [`LONG_CONFIG`] is used.
+pub const LONG_NQ: usize = 512;
+
+/// The configurations the kernel tests run (the default first; both m-tile counts).
+pub const TEST_CONFIGS: [MmaConfig; 4] = [
+    FORWARD_CONFIG,
+    LONG_CONFIG,
+    MmaConfig { block_n: 32, planes: 2, mtiles: 2 },
+    MmaConfig { block_n: 64, planes: 2, mtiles: 1 },
+];
+
+/// Benchmark override, packed `mtiles << 16 | block_n << 8 | planes`; 0 = the built-in choice.
 static CONFIG_OVERRIDE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-/// Forces the forward's `(block_n, planes)` (`block_n` 32, 64 or 128; `planes` 1, 2, 4 or 8) for later
-/// launches (`None`: back to [`FORWARD_CONFIG`]). For tuning benchmarks (`bench-attention --cmma-sweep`);
-/// results do not depend on it beyond rounding order.
-pub fn set_config_override(config: Option<(usize, usize)>) {
-    let packed = config.map_or(0, |(bn, p)| {
-        assert!(matches!(bn, 32 | 64 | 128) && matches!(p, 1 | 2 | 4 | 8), "mma config ({bn}, {p}) not supported");
-        bn << 8 | p
+/// Forces the forward's configuration for later launches (`None`: back to the built-in choice,
+/// [`FORWARD_CONFIG`] or [`LONG_CONFIG`] by query length). For tuning
+/// benchmarks (`bench-attention --cmma-sweep`) and tests; results do not depend on it beyond rounding
+/// order. Panics on a configuration the kernel does not support ([`MmaConfig::is_valid`]).
+pub fn set_config_override(config: Option<MmaConfig>) {
+    let packed = config.map_or(0, |c| {
+        assert!(c.is_valid(), "mma forward configuration {c:?} not supported");
+        c.mtiles << 16 | c.block_n << 8 | c.planes
     });
     CONFIG_OVERRIDE.store(packed, std::sync::atomic::Ordering::Relaxed);
 }
 
-/// The `(block_n, planes)` the next launch uses.
-pub fn forward_config() -> (usize, usize) {
+/// The configuration the next launch with `nq` query rows uses.
+pub fn forward_config(nq: usize) -> MmaConfig {
     match CONFIG_OVERRIDE.load(std::sync::atomic::Ordering::Relaxed) {
+        0 if nq > LONG_NQ => LONG_CONFIG,
         0 => FORWARD_CONFIG,
-        c => (c >> 8, c & 0xff),
+        c => MmaConfig { block_n: (c >> 8) & 0xff, planes: c & 0xff, mtiles: c >> 16 },
     }
 }
 
-/// Shared memory the forward declares, in bytes.
-pub fn forward_shared_bytes(dk: usize, dv: usize, planes: usize, block_n: usize) -> usize {
-    tile_bytes(planes * 16, dk) + 2 * (tile_bytes(block_n, dk) + tile_bytes(block_n, dv))
+/// Shared memory the forward declares, in bytes (two K and two V tiles; Q is staged in the K tiles).
+pub fn forward_shared_bytes(dk: usize, dv: usize, config: MmaConfig) -> usize {
+    2 * (tile_bytes(config.block_n, dk) + tile_bytes(config.block_n, dv))
 }
 
 /// Launches [`flash_fwd_mma_kernel`] (check [`super::mma::mma_supported`] first) writing every element
@@ -262,12 +353,17 @@ pub fn launch_forward_mma<R: CubeRuntime>(
     let [bh, nq, dk] = q.meta.shape().dims::<3>();
     let [_, nk, _] = k.meta.shape().dims::<3>();
     let [_, _, dv] = v.meta.shape().dims::<3>();
-    let (block_n, planes) = forward_config();
+    if bh * nq == 0 {
+        return;
+    }
+    assert!(nk > 0, "launch_forward_mma: attention needs at least one key (k has Nk = 0)");
+    let config = forward_config(nq);
     let client = q.client.clone();
-    let cube_dim = CubeDim::new_2d(PLANE as u32, planes as u32);
-    let cube_count = CubeCount::Static(nq.div_ceil(planes * 16) as u32, bh as u32, 1);
-    // SAFETY: global reads are bounded by nq / nk (zero-filled tiles), writes by `row < nq`; shared-memory
-    // offsets stay inside the tiles by construction (rows < tile rows, chunks < D/8).
+    let cube_dim = CubeDim::new_2d(PLANE as u32, config.planes as u32);
+    let cube_count = CubeCount::Static(nq.div_ceil(config.block_m()) as u32, bh as u32, 1);
+    // SAFETY: Q reads are bounded by nq (zero-filled rows), K/V reads clamped to row nk − 1 (nk ≥ 1), writes
+    // by `row < nq`; shared-memory offsets stay inside the tiles by construction (rows < tile rows, chunks
+    // < D/8; the Q tile's block_m ≤ 2·block_n rows fit the two K buffers, `MmaConfig::is_valid`).
     unsafe {
         flash_fwd_mma_kernel::launch_unchecked::<R>(
             &client,
@@ -283,8 +379,9 @@ pub fn launch_forward_mma<R: CubeRuntime>(
             scale,
             dk,
             dv,
-            planes,
-            block_n,
+            config.planes,
+            config.mtiles,
+            config.block_n,
             q.dtype.into(),
         )
     }

@@ -57,11 +57,16 @@ pub(crate) fn check_kernels<R: CubeRuntime, BT: BoolElement>(
     // Register-level tensor-core forward (`mma.sync`), where the device has it (CUDA sm_80+ f16/bf16).
     let mma = raw::mma_supported(&q, dk, dv);
     if mma {
-        let o = poisoned::<R, BT, 3>([bh, nq, dv], dtype, device);
-        let lse = poisoned::<R, BT, 2>([bh, nq], DType::F32, device);
-        raw::launch_forward_mma(&q, &k, &v, &o, &lse, scale);
-        assert_close("o (mma)", &download::<R, BT, 3>(o), &want.o, tol);
-        assert_close("lse (mma)", &download::<R, BT, 2>(lse), &want.lse, 1e-4);
+        use crate::attention::kernels::forward_mma::{set_config_override, TEST_CONFIGS};
+        for cfg in TEST_CONFIGS {
+            set_config_override(Some(cfg));
+            let o = poisoned::<R, BT, 3>([bh, nq, dv], dtype, device);
+            let lse = poisoned::<R, BT, 2>([bh, nq], DType::F32, device);
+            raw::launch_forward_mma(&q, &k, &v, &o, &lse, scale);
+            assert_close(&format!("o (mma {cfg:?})"), &download::<R, BT, 3>(o), &want.o, tol);
+            assert_close(&format!("lse (mma {cfg:?})"), &download::<R, BT, 2>(lse), &want.lse, 1e-4);
+        }
+        set_config_override(None);
         eprintln!("  mma forward checked");
     }
 
