@@ -69,7 +69,9 @@ fn parse_cmma(s: &str) -> Option<(usize, usize, usize)> {
         [Some(bn @ (32 | 64 | 128)), Some(p @ 1..=8)] => Some((bn, p, 1)),
         [Some(bn @ (32 | 64 | 128)), Some(p @ 1..=8), Some(m @ 1..=2)] => Some((bn, p, m)),
         _ => {
-            eprintln!("bench-attention: bad --cmma-sweep entry '{s}' (BNxP[xM] with BN 32|64|128, P 1–8, M 1|2, or auto)");
+            eprintln!(
+                "bench-attention: bad --cmma-sweep entry '{s}' (BNxP[xM] with BN 32|64|128, P 1–8, M 1|2, or auto)"
+            );
             std::process::exit(2);
         }
     }

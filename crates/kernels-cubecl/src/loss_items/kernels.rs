@@ -102,7 +102,10 @@ pub fn launch_loss_items_forward<R: CubeRuntime>(
 ) {
     crate::attention::kernels::assert_tight("launch_loss_items_forward", &[box_partial, cls_partial, items, w_sum]);
     let nb = box_partial.meta.shape().num_elements();
-    assert!(nb % 3 == 0, "launch_loss_items_forward: box_partial must hold (box, l1, w) triplets, got {nb} values");
+    assert!(
+        nb.is_multiple_of(3),
+        "launch_loss_items_forward: box_partial must hold (box, l1, w) triplets, got {nb} values"
+    );
     for (t, name) in [(box_partial, "box_partial"), (cls_partial, "cls_partial")] {
         assert_eq!(t.dtype, DType::F32, "launch_loss_items_forward: {name} must be F32");
     }

@@ -190,6 +190,7 @@ pub fn fetch_tile<F: Float>(
 /// an unconditional 16-byte load into the registers (a zero-filled select of 8-lane vectors compiles to
 /// per-lane byte permutes). For tiles whose rows past `valid` are masked out downstream (the forward's
 /// keys past `Nk`: their scores are masked, so `P = 0` multiplies the repeated V rows).
+#[allow(clippy::if_same_then_else)] // the first test is comptime: no runtime bound check when units divide the tile
 #[cube]
 pub fn fetch_tile_clamped<F: Float>(
     src: &Tensor<V8<F>>,
