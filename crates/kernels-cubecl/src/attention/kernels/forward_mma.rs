@@ -20,9 +20,8 @@
 //! read from shared memory (`ldmatrix`) feeds two products. Per key tile (`BN` keys, comptime) the cube
 //! stages K and V in shared memory (rows past `Nk` repeat row `Nk − 1`, masked in `S`; two buffers: the
 //! next tile's global loads are issued into registers before the current tile's products and stored after
-//! them, one
-//! cube sync per tile);
-//! `ldmatrix` feeds the B fragments (V transposed on the fly).
+//! them, one cube sync per tile); `ldmatrix` feeds the B fragments (V transposed on the fly). The
+//! configuration (`BN`, `P`, `M`) is [`MmaConfig`], chosen by query length ([`forward_config`]).
 use cubecl::prelude::*;
 
 use burn_cubecl::{tensor::CubeTensor, CubeRuntime};
