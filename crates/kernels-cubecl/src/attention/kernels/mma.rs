@@ -156,39 +156,10 @@ pub fn load_tile<F: Float>(
 }
 
 /// Global half of a tile copy: the calling unit's chunks of a `rows × chunks` tile at `src[base ..]`
-/// (unit `u` takes chunks `u, u + units, …`), zero past row `valid`. With [`store_tile`] this lets a
-/// kernel fetch the next tile into registers while it computes on the current one.
-#[allow(clippy::collapsible_if)] // kept nested: the row test only matters for in-range chunks
-#[cube]
-pub fn fetch_tile<F: Float>(
-    src: &Tensor<V8<F>>,
-    base: usize,
-    valid: usize,
-    #[comptime] rows: usize,
-    #[comptime] chunks: usize,
-    #[comptime] units: usize,
-) -> Array<V8<F>> {
-    let per = comptime!((rows * chunks).div_ceil(units));
-    let total = comptime!(rows * chunks);
-    let mut regs = Array::<V8<F>>::new(per);
-    let u = UNIT_POS as usize;
-    #[unroll]
-    for i in 0..per {
-        let idx = u + i * units;
-        let mut x = V8::<F>::new(F::new(0.0));
-        if idx < total {
-            if idx / chunks < valid {
-                x = src[base + idx];
-            }
-        }
-        regs[i] = x;
-    }
-    regs
-}
-
-/// [`fetch_tile`] without the zero fill: rows past `valid` (≥ 1) re-read row `valid − 1`, so every load is
-/// an unconditional 16-byte load into the registers (a zero-filled select of 8-lane vectors compiles to
-/// per-lane byte permutes). For tiles whose rows past `valid` are masked out downstream (the forward's
+/// (unit `u` takes chunks `u, u + units, …`) into registers; with [`store_tile`] this lets a kernel fetch
+/// the next tile while it computes on the current one. No zero fill: rows past `valid` (≥ 1) re-read row
+/// `valid − 1`, so every load is an unconditional 16-byte load (a zero-filled select of 8-lane vectors
+/// compiles to per-lane byte permutes; [`load_tile`] zero-fills, for tiles that need it). For tiles whose rows past `valid` are masked out downstream (the forward's
 /// keys past `Nk`: their scores are masked, so `P = 0` multiplies the repeated V rows).
 #[allow(clippy::if_same_then_else)] // the first test is comptime: no runtime bound check when units divide the tile
 #[cube]
@@ -219,7 +190,7 @@ pub fn fetch_tile_clamped<F: Float>(
     regs
 }
 
-/// Shared half of a tile copy: stores [`fetch_tile`]'s registers at rows `row0 ..` of the padded tile
+/// Shared half of a tile copy: stores [`fetch_tile_clamped`]'s registers at rows `row0 ..` of the padded tile
 /// `dst` (`chunks + 1` per row).
 #[cube]
 pub fn store_tile<F: Float>(
