@@ -22,3 +22,14 @@ pub fn tight_as<R: CubeRuntime>(t: CubeTensor<R>, dtype: DType) -> CubeTensor<R>
     }
     into_contiguous(if t.dtype == dtype { t } else { cast(t, dtype) })
 }
+
+/// `t` as F32 with unit stride along its last axis: returned as is when it already is (pitched rows are
+/// fine for the kernels that read a row stride, e.g. the anchor grid), else a tight copy.
+pub fn f32_rows<R: CubeRuntime>(t: CubeTensor<R>) -> CubeTensor<R> {
+    let unit_rows = t.meta.strides().last().is_none_or(|&s| s == 1);
+    if t.dtype == DType::F32 && unit_rows && t.meta.shape().num_elements() > 0 {
+        t
+    } else {
+        tight_as(t, DType::F32)
+    }
+}

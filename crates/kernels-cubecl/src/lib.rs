@@ -11,6 +11,7 @@ pub mod bce_onehot;
 pub mod ciou;
 pub mod cube_util;
 pub mod decode;
+pub mod det_loss;
 mod dtype;
 pub mod loss_items;
 pub mod psa;

@@ -134,3 +134,22 @@ pub(crate) fn poisoned<R: CubeRuntime, BT: BoolElement, const D: usize>(
 pub(crate) fn download<R: CubeRuntime, BT: BoolElement, const D: usize>(t: CubeTensor<R>) -> Vec<f32> {
     to_vec(Tensor::<Cb<R, BT>, D>::from_primitive(TensorPrimitive::Float(t)))
 }
+
+/// `data` (row-major `[rows, cols]`) on the device with a row pitch of `pitch ≥ cols` elements: a tight
+/// `[rows, pitch]` buffer viewed as `[rows, cols]` with strides `[pitch, 1]` (what CUDA's `from_data` may
+/// return; built by hand so every runtime sees pitched rows). The padding holds −7.
+pub(crate) fn pitched_rows<R: CubeRuntime, BT: BoolElement>(
+    data: &[f32],
+    [rows, cols]: [usize; 2],
+    pitch: usize,
+    device: &R::Device,
+) -> CubeTensor<R> {
+    let mut padded = vec![-7.0f32; rows * pitch];
+    for r in 0..rows {
+        padded[r * pitch..r * pitch + cols].copy_from_slice(&data[r * cols..(r + 1) * cols]);
+    }
+    let mut t = upload::<R, BT, 2>(&padded, [rows, pitch], DType::F32, device);
+    t.meta =
+        Box::new(cubecl::zspace::metadata::Metadata::new(Shape::new([rows, cols]), cubecl::zspace::strides![pitch, 1]));
+    t
+}

@@ -13,8 +13,9 @@
 //! tensor ops elsewhere): `detect_decode` (LTRB → xyxy pixels for the assigner), `task_aligned_assign`,
 //! `bbox_loss_sums` (CIoU + L1 + Σ weights over the anchors, target boxes gathered by the assigned slot) and
 //! `bce_onehot_sum` (the class loss without the dense `[B, A, C]` targets) and `loss_items` (normalisation and
-//! gains), composed into one op per branch ([`crate::branch_loss`]); what remains here is the ProgLoss mix of
-//! two `[3]` tensors and their sum.
+//! gains), composed into one op per branch ([`crate::branch_loss`]; on CubeCL backends five launches forward and
+//! one backward). The op takes the branch's ProgLoss weight, so what remains here is one addition of the two
+//! weighted branch losses (and of their terms, for logging).
 
 use burn::prelude::*;
 use yolo26_model::nn::head::HeadOutput;
@@ -38,12 +39,15 @@ impl Default for LossGains {
     }
 }
 
-/// The three loss items of one branch (ultralytics `box_loss`, `cls_loss`, `l1_loss`), gain × batch size
-/// applied, as one `[3]` tensor `(box, cls, l1)` (the order of ultralytics' `loss_items`).
+/// The three loss items (ultralytics `box_loss`, `cls_loss`, `l1_loss`), gain × batch size applied, as one
+/// `[3]` tensor `(box, cls, l1)` (the order of ultralytics' `loss_items`), and the loss to back-propagate.
 #[derive(Debug, Clone)]
 pub struct LossTerms<B: Backend> {
-    /// `[3]` `(box, cls, l1)`.
+    /// `[3]` `(box, cls, l1)`: values for logging; no gradient flows through them.
     pub items: Tensor<B, 1>,
+    /// `[1]` the differentiable loss `weight·(box + cls + l1)` (ultralytics `loss.sum()`): weight 1 from
+    /// [`DetectionLoss`]; inside [`E2ELoss`] a branch's ProgLoss weight, and for the mixed terms the total.
+    pub loss: Tensor<B, 1>,
 }
 
 impl<B: Backend> LossTerms<B> {
@@ -62,14 +66,9 @@ impl<B: Backend> LossTerms<B> {
         self.items.clone().narrow(0, 2, 1)
     }
 
-    /// `box + cls + l1` (what the trainer back-props: ultralytics `loss.sum()`), `[1]`.
-    pub fn total(&self) -> Tensor<B, 1> {
+    /// `box + cls + l1` as a value, `[1]` (back-propagate [`Self::loss`]).
+    pub fn sum(&self) -> Tensor<B, 1> {
         self.items.clone().sum()
-    }
-
-    /// `a·self + b·other`, term by term.
-    pub fn mix(&self, a: f64, other: &Self, b: f64) -> Self {
-        LossTerms { items: self.items.clone() * a + other.items.clone() * b }
     }
 }
 
@@ -85,7 +84,7 @@ impl DetectionLoss {
         DetectionLoss { assigner: TaskAlignedAssigner::new(topk, topk2, num_classes), gains }
     }
 
-    /// `v8DetectionLoss.loss(preds, batch)[0]` as terms.
+    /// `v8DetectionLoss.loss(preds, batch)`: the terms and their sum as the loss.
     pub fn forward<B: TrainBackend>(
         &self,
         head: &HeadOutput<B>,
@@ -103,6 +102,18 @@ impl DetectionLoss {
         anchors: &Anchors<B>,
         gt: &GtBoxes<B>,
     ) -> (LossTerms<B>, Assignment<B>) {
+        let (terms, _, asg) = self.forward_weighted(head, anchors, gt, 1.0);
+        (terms, asg)
+    }
+
+    /// The branch with weight `mix` in the loss: `(terms with loss = mix·Σ items, mix·items [3], assignment)`.
+    fn forward_weighted<B: TrainBackend>(
+        &self,
+        head: &HeadOutput<B>,
+        anchors: &Anchors<B>,
+        gt: &GtBoxes<B>,
+        mix: f64,
+    ) -> (LossTerms<B>, Tensor<B, 1>, Assignment<B>) {
         let [_, c, _] = head.scores.dims();
         assert_eq!(
             c, self.assigner.num_classes,
@@ -120,6 +131,7 @@ impl DetectionLoss {
             tal: self.assigner.config,
             image: [img_w as f32, img_h as f32],
             gains: [g.box_gain as f32, g.cls_gain as f32, g.l1_gain as f32],
+            mix: mix as f32,
         };
         let out = branch_loss(
             head.boxes.clone(),
@@ -130,7 +142,7 @@ impl DetectionLoss {
             gt.mask.clone(),
             cfg,
         );
-        let terms = LossTerms { items: out.items };
+        let terms = LossTerms { items: out.items, loss: out.total };
         let asg = Assignment {
             target_labels: out.labels,
             gt_bboxes: gt.bboxes.clone().detach(),
@@ -139,7 +151,7 @@ impl DetectionLoss {
             fg_mask: out.fg,
             target_gt_idx: out.gt_idx,
         };
-        (terms, asg)
+        (terms, out.terms, asg)
     }
 }
 
@@ -155,12 +167,13 @@ pub fn prog_loss_o2m(epoch: usize, epochs: usize) -> f64 {
 /// Output of [`E2ELoss::forward`].
 #[derive(Debug, Clone)]
 pub struct E2ELossOutput<B: Backend> {
-    /// `o2m·L_o2m + o2o·L_o2o`, term by term (ultralytics `E2ELoss.__call__(...)[0]`).
+    /// `o2m·L_o2m + o2o·L_o2o`, term by term (ultralytics `E2ELoss.__call__(...)[0]`); its `loss` is `total`.
     pub terms: LossTerms<B>,
     /// `[1]`: sum of `terms` — the scalar to back-propagate.
     pub total: Tensor<B, 1>,
+    /// The one2many branch: unweighted items; `loss` = `o2m·Σ items`.
     pub one2many: LossTerms<B>,
-    /// The branch ultralytics logs as loss items.
+    /// The one2one branch (the one ultralytics logs as loss items): unweighted items; `loss` = `o2o·Σ items`.
     pub one2one: LossTerms<B>,
 }
 
@@ -214,9 +227,10 @@ impl E2ELoss {
         anchors: &Anchors<B>,
         gt: &GtBoxes<B>,
     ) -> E2ELossOutput<B> {
-        let l_o2m = self.one2many.forward(one2many, anchors, gt);
-        let l_o2o = self.one2one.forward(one2one, anchors, gt);
-        let terms = l_o2m.mix(self.o2m, &l_o2o, self.o2o);
-        E2ELossOutput { total: terms.total(), terms, one2many: l_o2m, one2one: l_o2o }
+        let (l_o2m, t_o2m, _) = self.one2many.forward_weighted(one2many, anchors, gt, self.o2m);
+        let (l_o2o, t_o2o, _) = self.one2one.forward_weighted(one2one, anchors, gt, self.o2o);
+        let total = l_o2m.loss.clone() + l_o2o.loss.clone();
+        let terms = LossTerms { items: t_o2m + t_o2o, loss: total.clone() };
+        E2ELossOutput { total, terms, one2many: l_o2m, one2one: l_o2o }
     }
 }

@@ -24,9 +24,10 @@ pub const UNITS: usize = 256;
 pub const PER_UNIT: usize = 4;
 
 /// Inputs of one anchor: `(l, t, r, b, ax, ay, s, q.x1, q.y1, q.x2, q.y2)`, `q` in grid units.
+/// `sa` is the row stride of `anchors` (`A` when tight; the fused detection-loss kernels read pitched rows).
 #[cube]
 #[allow(clippy::too_many_arguments)]
-fn anchor_inputs<F: Float, I: Int>(
+pub(crate) fn anchor_inputs<F: Float, I: Int>(
     dist: &Tensor<F>,
     anchors: &Tensor<f32>,
     gt_boxes: &Tensor<f32>,
@@ -34,6 +35,7 @@ fn anchor_inputs<F: Float, I: Int>(
     b: usize,
     a: usize,
     na: usize,
+    sa: usize,
     num_gt: usize,
 ) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
     let base = b * dist.stride(0) + a * dist.stride(2);
@@ -43,8 +45,8 @@ fn anchor_inputs<F: Float, I: Int>(
     let r = f32::cast_from(dist[base + 2 * s1]);
     let bt = f32::cast_from(dist[base + 3 * s1]);
     let ax = anchors[a];
-    let ay = anchors[na + a];
-    let s = anchors[2 * na + a];
+    let ay = anchors[sa + a];
+    let s = anchors[2 * sa + a];
     let g = clamp(i32::cast_from(gt_idx[b * na + a]), 0i32, num_gt as i32 - 1i32) as usize;
     let q = (b * num_gt + g) * 4;
     (l, t, r, bt, ax, ay, s, gt_boxes[q] / s, gt_boxes[q + 1] / s, gt_boxes[q + 2] / s, gt_boxes[q + 3] / s)
@@ -52,7 +54,7 @@ fn anchor_inputs<F: Float, I: Int>(
 
 /// `|d·s/n − τ·s/n|` and its derivative w.r.t. `d` (`sign·s/n`, 0 at 0), ultralytics' operation order.
 #[cube]
-fn l1_term(d: f32, tau: f32, s: f32, n: f32) -> (f32, f32) {
+pub(crate) fn l1_term(d: f32, tau: f32, s: f32, n: f32) -> (f32, f32) {
     let diff = d * s / n - tau * s / n;
     let mut sign = f32::new(0.0);
     if diff > f32::new(0.0) {
@@ -95,7 +97,7 @@ pub fn bbox_loss_fwd_kernel<F: Float, I: Int>(
             let w = weight[b * na + a];
             if w != f32::new(0.0) {
                 let (l, t, r, bt, ax, ay, s, qx1, qy1, qx2, qy2) =
-                    anchor_inputs::<F, I>(dist, anchors, gt_boxes, gt_idx, b, a, na, num_gt as usize);
+                    anchor_inputs::<F, I>(dist, anchors, gt_boxes, gt_idx, b, a, na, na, num_gt as usize);
                 let (ciou, _alpha) = ciou_parts(ax - l, ay - t, ax + r, ay + bt, qx1, qy1, qx2, qy2);
                 let (e0, _d0) = l1_term(l, ax - qx1, s, img_w);
                 let (e1, _d1) = l1_term(t, ay - qy1, s, img_h);
@@ -156,7 +158,7 @@ pub fn bbox_loss_bwd_kernel<F: Float, I: Int>(
         let mut db = zero;
         if w != zero {
             let (l, t, r, bt, ax, ay, s, qx1, qy1, qx2, qy2) =
-                anchor_inputs::<F, I>(dist, anchors, gt_boxes, gt_idx, b, a, na, num_gt as usize);
+                anchor_inputs::<F, I>(dist, anchors, gt_boxes, gt_idx, b, a, na, na, num_gt as usize);
             let (px1, py1, px2, py2) = (ax - l, ay - t, ax + r, ay + bt);
             let (_ciou, alpha) = ciou_parts(px1, py1, px2, py2, qx1, qy1, qx2, qy2);
             let g_box = d_sums[0] * w;

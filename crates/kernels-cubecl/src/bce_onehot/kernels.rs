@@ -38,14 +38,14 @@ pub const UNITS: usize = 256;
 
 /// `max(x, 0) + ln(1 + e^{−|x|})`: the BCE-with-logits of a zero target (hardware `exp`/`ln` on CUDA).
 #[cube]
-fn bce_zero(x: f32) -> f32 {
+pub(crate) fn bce_zero(x: f32) -> f32 {
     max(x, f32::new(0.0)) + (f32::new(1.0) + (-x.abs()).exp()).ln()
 }
 
 /// `σ(x)` without overflow from one reciprocal: `r = 1/(1 + e^{−|x|})`, `σ = r` for `x ≥ 0`, `e^{−|x|}·r`
 /// otherwise.
 #[cube]
-fn sigmoid(x: f32) -> f32 {
+pub(crate) fn sigmoid(x: f32) -> f32 {
     let u = (-x.abs()).exp();
     let r = f32::new(1.0) / (f32::new(1.0) + u);
     let mut sig = u * r;

@@ -1,7 +1,8 @@
 //! The two kernels of [`crate::loss_items`] (math and layouts in the module doc).
 //!
-//! Forward: one cube of [`UNITS`] units; unit `u` sums the partials `u, u + UNITS, …` of both inputs, a
-//! shared-memory tree reduces the four sums, unit 0 writes `items`. Backward: one unit.
+//! One cube of [`UNITS`] units; unit `u` sums the partials `u, u + UNITS, …` of both inputs, a
+//! shared-memory tree reduces the four sums, unit 0 writes `items`, `w_sum`, `total` and `terms`. The backward
+//! (a scaling) is folded into the anchor-pass backward of [`crate::det_loss`].
 use cubecl::prelude::*;
 
 use burn::tensor::DType;
@@ -9,19 +10,23 @@ use burn_cubecl::{tensor::CubeTensor, CubeRuntime};
 
 use super::UNITS;
 
-/// `box_partial [3n]`, `cls_partial [m]` (f32) → `items [3]`, `w_sum [1]` (float `F`).
+/// `box_partial [3n]`, `cls_partial [m]` (f32) → `items [3]`, `w_sum [1]`, `total [1]` (`mix·Σ items`) and
+/// `terms [3]` (`mix·items`), float `F`.
 #[cube(launch_unchecked)]
-#[allow(clippy::assign_op_pattern)]
+#[allow(clippy::assign_op_pattern, clippy::too_many_arguments)]
 pub fn loss_items_fwd_kernel<F: Float>(
     box_partial: &Tensor<f32>,
     cls_partial: &Tensor<f32>,
     items: &mut Tensor<F>,
     w_sum: &mut Tensor<F>,
+    total: &mut Tensor<F>,
+    terms: &mut Tensor<F>,
     num_box: u32,
     num_cls: u32,
     g_box: f32,
     g_cls: f32,
     g_l1: f32,
+    mix: f32,
     #[comptime] units: usize,
     #[define(F)] _dtype: StorageType,
 ) {
@@ -62,45 +67,47 @@ pub fn loss_items_fwd_kernel<F: Float>(
     if tid == 0 {
         let w = sh[2 * units];
         let k = f32::new(1.0) / max(w, f32::new(1.0));
-        items[0] = F::cast_from(g_box * sh[0] * k);
-        items[1] = F::cast_from(g_cls * sh[3 * units] * k);
-        items[2] = F::cast_from(g_l1 * sh[units] * k);
+        let i0 = g_box * sh[0] * k;
+        let i1 = g_cls * sh[3 * units] * k;
+        let i2 = g_l1 * sh[units] * k;
+        items[0] = F::cast_from(i0);
+        items[1] = F::cast_from(i1);
+        items[2] = F::cast_from(i2);
         w_sum[0] = F::cast_from(w);
+        terms[0] = F::cast_from(mix * i0);
+        terms[1] = F::cast_from(mix * i1);
+        terms[2] = F::cast_from(mix * i2);
+        total[0] = F::cast_from(mix * (i0 + i1 + i2));
     }
 }
 
-/// `d_items [3]`, `w_sum [1]` (float `F`) → `d_box [3]` (f32), `d_cls [1]` (float `F`).
-#[cube(launch_unchecked)]
-pub fn loss_items_bwd_kernel<F: Float>(
-    d_items: &Tensor<F>,
-    w_sum: &Tensor<F>,
-    d_box: &mut Tensor<f32>,
-    d_cls: &mut Tensor<F>,
-    g_box: f32,
-    g_cls: f32,
-    g_l1: f32,
-    #[define(F)] _dtype: StorageType,
-) {
-    if UNIT_POS_X == 0 {
-        let k = f32::new(1.0) / max(f32::cast_from(w_sum[0]), f32::new(1.0));
-        d_box[0] = g_box * k * f32::cast_from(d_items[0]);
-        d_box[1] = g_l1 * k * f32::cast_from(d_items[2]);
-        d_box[2] = f32::new(0.0);
-        d_cls[0] = F::cast_from(g_cls * k * f32::cast_from(d_items[1]));
-    }
+/// The outputs of [`launch_loss_items_forward`]: one float dtype, contiguous, all written.
+pub struct ItemsOut<'a, R: CubeRuntime> {
+    /// `[3]` `(box, cls, l1)`.
+    pub items: &'a CubeTensor<R>,
+    /// `[1]` `W`.
+    pub w_sum: &'a CubeTensor<R>,
+    /// `[1]` `mix·(box + cls + l1)`.
+    pub total: &'a CubeTensor<R>,
+    /// `[3]` `mix·items`.
+    pub terms: &'a CubeTensor<R>,
 }
 
 /// Launches [`loss_items_fwd_kernel`]: `box_partial` f32 `[.., 3]` (any rank, contiguous, element count a
-/// multiple of 3), `cls_partial` f32 (contiguous), `items [3]` and `w_sum [1]` (one float dtype, contiguous;
-/// all written). `gains = (g_box, g_cls, g_l1)`, batch size included.
+/// multiple of 3), `cls_partial` f32 (contiguous) → [`ItemsOut`]. `gains = (g_box, g_cls, g_l1)`, batch size
+/// included; `mix` weighs the branch in `total` and `terms`.
 pub fn launch_loss_items_forward<R: CubeRuntime>(
     box_partial: &CubeTensor<R>,
     cls_partial: &CubeTensor<R>,
-    items: &CubeTensor<R>,
-    w_sum: &CubeTensor<R>,
+    out: ItemsOut<'_, R>,
     gains: [f32; 3],
+    mix: f32,
 ) {
-    crate::attention::kernels::assert_tight("launch_loss_items_forward", &[box_partial, cls_partial, items, w_sum]);
+    let ItemsOut { items, w_sum, total, terms } = out;
+    crate::attention::kernels::assert_tight(
+        "launch_loss_items_forward",
+        &[box_partial, cls_partial, items, w_sum, total, terms],
+    );
     let nb = box_partial.meta.shape().num_elements();
     assert!(
         nb.is_multiple_of(3),
@@ -111,8 +118,12 @@ pub fn launch_loss_items_forward<R: CubeRuntime>(
     }
     assert_eq!(items.meta.shape().num_elements(), 3, "launch_loss_items_forward: items must be [3]");
     assert_eq!(w_sum.meta.shape().num_elements(), 1, "launch_loss_items_forward: w_sum must be [1]");
-    assert_eq!(w_sum.dtype, items.dtype, "launch_loss_items_forward: items and w_sum share a dtype");
-    // SAFETY: unit reads stay below `3·(nb/3)` and `cls` elements; `items` has 3 elements, `w_sum` 1.
+    assert_eq!(total.meta.shape().num_elements(), 1, "launch_loss_items_forward: total must be [1]");
+    assert_eq!(terms.meta.shape().num_elements(), 3, "launch_loss_items_forward: terms must be [3]");
+    for t in [w_sum, total, terms] {
+        assert_eq!(t.dtype, items.dtype, "launch_loss_items_forward: items, w_sum, total and terms share a dtype");
+    }
+    // SAFETY: unit reads stay below `3·(nb/3)` and `cls` elements; `items`/`terms` have 3 elements, `w_sum`/`total` 1.
     unsafe {
         loss_items_fwd_kernel::launch_unchecked::<R>(
             &items.client,
@@ -122,50 +133,16 @@ pub fn launch_loss_items_forward<R: CubeRuntime>(
             cls_partial.clone().into_tensor_arg(),
             items.clone().into_tensor_arg(),
             w_sum.clone().into_tensor_arg(),
+            total.clone().into_tensor_arg(),
+            terms.clone().into_tensor_arg(),
             (nb / 3) as u32,
             cls_partial.meta.shape().num_elements() as u32,
             gains[0],
             gains[1],
             gains[2],
+            mix,
             UNITS,
             items.dtype.into(),
-        )
-    }
-}
-
-/// Launches [`loss_items_bwd_kernel`]: `d_items [3]`, `w_sum [1]` (the forward's output, float), `d_box [3]`
-/// f32 and `d_cls [1]` (the dtype of `w_sum`), all contiguous and written.
-pub fn launch_loss_items_backward<R: CubeRuntime>(
-    d_items: &CubeTensor<R>,
-    w_sum: &CubeTensor<R>,
-    d_box: &CubeTensor<R>,
-    d_cls: &CubeTensor<R>,
-    gains: [f32; 3],
-) {
-    crate::attention::kernels::assert_tight("launch_loss_items_backward", &[d_items, w_sum, d_box, d_cls]);
-    assert_eq!(d_items.meta.shape().num_elements(), 3, "launch_loss_items_backward: d_items must be [3]");
-    assert_eq!(w_sum.meta.shape().num_elements(), 1, "launch_loss_items_backward: w_sum must be [1]");
-    assert_eq!(d_box.meta.shape().num_elements(), 3, "launch_loss_items_backward: d_box must be [3]");
-    assert_eq!(d_cls.meta.shape().num_elements(), 1, "launch_loss_items_backward: d_cls must be [1]");
-    assert_eq!(d_box.dtype, DType::F32, "launch_loss_items_backward: d_box must be F32");
-    assert!(
-        d_items.dtype == w_sum.dtype && d_cls.dtype == w_sum.dtype,
-        "launch_loss_items_backward: d_items, w_sum and d_cls share a dtype"
-    );
-    // SAFETY: one unit; fixed indices below the asserted sizes.
-    unsafe {
-        loss_items_bwd_kernel::launch_unchecked::<R>(
-            &w_sum.client,
-            CubeCount::Static(1, 1, 1),
-            CubeDim::new_1d(1),
-            d_items.clone().into_tensor_arg(),
-            w_sum.clone().into_tensor_arg(),
-            d_box.clone().into_tensor_arg(),
-            d_cls.clone().into_tensor_arg(),
-            gains[0],
-            gains[1],
-            gains[2],
-            w_sum.dtype.into(),
         )
     }
 }

@@ -1,6 +1,7 @@
 //! Loss items of one detection-loss branch from the block partial sums of the box loss
-//! ([`crate::bbox_loss`]) and the one-hot BCE ([`crate::bce_onehot`]): the final reduction, ultralytics'
-//! normalisation and the gains in one launch, and the matching backward scaling in another.
+//! ([`crate::bbox_loss`]) and the one-hot BCE ([`crate::bce_onehot`]), or of the fused anchor pass
+//! ([`crate::det_loss`]): the final reduction, ultralytics' normalisation, the gains and the branch's share of
+//! the total loss in one launch.
 //!
 //! # Math (ultralytics `v8DetectionLoss.loss`, after the three sums)
 //!
@@ -9,22 +10,24 @@
 //! S_cls            = Σ BCE partials
 //! k                = 1 / max(W, 1)             (target_scores_sum.clamp(min=1))
 //! items            = (g_box·S_box·k, g_cls·S_cls·k, g_l1·S_l1·k),   w_sum = W
+//! terms            = mix·items,   total = mix·(items[0] + items[1] + items[2])
 //! ```
 //!
 //! `g_*` are the loss gains times the batch size (ultralytics returns `loss * batch_size`). `W` depends only
 //! on the assignment (no gradient), so the backward is a scaling: `d S_box = g_box·k·d items[0]`,
-//! `d S_l1 = g_l1·k·d items[2]`, `d S_cls = g_cls·k·d items[1]`, `d W = 0`.
+//! `d S_l1 = g_l1·k·d items[2]`, `d S_cls = g_cls·k·d items[1]`, `d W = 0` ([`items_backward`]; on the
+//! kernel path it is computed inside the anchor-pass backward of [`crate::det_loss`], with
+//! `d items[i] = mix·d total`). `mix` is the branch weight of YOLO26's `E2ELoss` (1 for a lone branch).
 //!
 //! # Layouts
 //!
 //! `box_partial`: f32, contiguous, `n` triplets `(box, l1, w)` (the `[B, chunks, 3]` of
 //! [`crate::bbox_loss::cube::raw::forward_split`]); `cls_partial`: f32, contiguous, any length (the
-//! `[rows, chunks]` of [`crate::bce_onehot::cube::raw::forward_split`]); `items [3]` and `w_sum [1]` in the
-//! loss dtype. Backward: `d_items [3]`, `w_sum [1]` → `d_box [3]` f32 (`(d S_box, d S_l1, 0)`, what
-//! [`crate::bbox_loss`]'s backward takes) and `d_cls [1]` in the loss dtype.
+//! `[rows, chunks]` of [`crate::bce_onehot::cube::raw::forward_split`]); `items [3]`, `w_sum [1]`, `total [1]`
+//! and `terms [3]` in the loss dtype.
 //!
-//! These are raw launches (no Burn op of their own): the YOLO26 loss branch op composes them with the box
-//! and BCE kernels on `CubeBackend`; other backends compute the same from the sums with tensor ops
+//! This is a raw launch (no Burn op of its own): the YOLO26 loss branch op composes it with the anchor-pass
+//! kernels on `CubeBackend`; other backends compute the same from the sums with tensor ops
 //! ([`items_from_sums`]).
 
 pub mod kernels;

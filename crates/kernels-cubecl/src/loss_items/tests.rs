@@ -55,10 +55,10 @@ pub(crate) mod cube {
     use burn_cubecl::{BoolElement, CubeRuntime};
 
     use super::*;
-    use crate::loss_items::kernels::{launch_loss_items_backward, launch_loss_items_forward};
+    use crate::loss_items::kernels::{launch_loss_items_forward, ItemsOut};
     use crate::test_util::{download, poisoned, upload};
 
-    /// Forward over more partials than units (strided unit loop) and fewer (idle units), then the backward.
+    /// Over more partials than units (strided unit loop) and fewer (idle units), with a branch weight.
     pub(crate) fn check_kernels<R: CubeRuntime, BT: BoolElement>(dev: &R::Device) {
         for (seed, n, m, w_scale) in [(32_000, 3 * 37, 700, 0.01f32), (32_001, 5, 3, 4.0), (32_002, 1000, 5120, 0.5)] {
             let (bp, cp) = partials(seed, n, m, w_scale);
@@ -66,23 +66,20 @@ pub(crate) mod cube {
             let cls_partial = upload::<R, BT, 2>(&cp, [m, 1], DType::F32, dev);
             let items = poisoned::<R, BT, 1>([3], DType::F32, dev);
             let w_sum = poisoned::<R, BT, 1>([1], DType::F32, dev);
-            launch_loss_items_forward(&box_partial, &cls_partial, &items, &w_sum, GAINS);
-            let (want, k) = host_items(&bp, &cp);
+            let total = poisoned::<R, BT, 1>([1], DType::F32, dev);
+            let terms = poisoned::<R, BT, 1>([3], DType::F32, dev);
+            let mix = 0.3f32;
+            let out = ItemsOut { items: &items, w_sum: &w_sum, total: &total, terms: &terms };
+            launch_loss_items_forward(&box_partial, &cls_partial, out, GAINS, mix);
+            let (want, _k) = host_items(&bp, &cp);
             let what = format!("items kernel n {n} m {m} W scale {w_scale}");
-            let got = [download::<R, BT, 1>(items), download::<R, BT, 1>(w_sum.clone())].concat();
+            let got = [download::<R, BT, 1>(items), download::<R, BT, 1>(w_sum)].concat();
             assert_close(&what, &got, &want, 1e-5);
-
-            let d_items = [0.7f32, -1.3, 2.1];
-            let d = upload::<R, BT, 1>(&d_items, [3], DType::F32, dev);
-            let d_box = poisoned::<R, BT, 1>([3], DType::F32, dev);
-            let d_cls = poisoned::<R, BT, 1>([1], DType::F32, dev);
-            launch_loss_items_backward(&d, &w_sum, &d_box, &d_cls, GAINS);
-            let g = GAINS.map(|v| v as f64);
-            let dd = d_items.map(|v| v as f64);
-            // k from the kernel's own W (w_sum), which the host W matches to 1e-5
-            let want_box = [g[0] * k * dd[0], g[2] * k * dd[2], 0.0];
-            assert_close(&format!("{what}: d_box"), &download::<R, BT, 1>(d_box), &want_box, 1e-5);
-            assert_close(&format!("{what}: d_cls"), &download::<R, BT, 1>(d_cls), &[g[1] * k * dd[1]], 1e-5);
+            let mx = mix as f64;
+            let want_terms = [mx * want[0], mx * want[1], mx * want[2]];
+            assert_close(&format!("{what}: terms"), &download::<R, BT, 1>(terms), &want_terms, 1e-5);
+            let want_total = mx * (want[0] + want[1] + want[2]);
+            assert_close(&format!("{what}: total"), &download::<R, BT, 1>(total), &[want_total], 1e-5);
         }
     }
 }

@@ -1,4 +1,5 @@
-//! CubeCL kernels of the task-aligned assigner (four launches plus the top-k passes of [`crate::topk`]).
+//! CubeCL kernels of the task-aligned assigner: metrics, the top-k of [`crate::topk`], then either one fused
+//! launch or resolve, per-GT statistics and targets.
 //!
 //! # Math (ultralytics 8.4.190 `utils/tal.py::TaskAlignedAssigner._forward`)
 //!
@@ -25,17 +26,23 @@
 //!
 //! # Work split
 //!
-//! - [`tal_metrics_kernel`]: one unit per `(b, g, a)`: `t`, `ov`, `cand` (`[B, G, A]` each).
+//! - [`tal_metrics_kernel`]: one unit per `(b, g, a)`: `t`, `ov`, `cand` (`[B, G, A]` each); the predicted box
+//!   is given in pixels or decoded from the raw distances and the anchor grid (`raw`).
 //! - row top-k of `t` viewed as `[B·G, A]` (the shared [`crate::topk`] kernel).
 //! - [`tal_resolve_kernel`]: one unit per `(b, a)`: scans the `G` slots and their `k` top entries → owner.
 //! - [`tal_gt_stats_kernel`]: one cube per `(b, g)`: tree reductions over the anchors → the GT's
 //!   `max t`, `max ov` and (one2one) kept anchor.
 //! - [`tal_targets_kernel`]: one unit per `(b, a)` → `gt_idx`, `fg`, `norm`, `labels` (the assigned GT's
 //!   class, ultralytics `target_labels`; `norm` is 0 where that class is outside `[0, C)`).
+//! - [`tal_assign_fused_kernel`]: the last three in one launch, grid `(⌈A / 256⌉, B)`: a GT's positives are
+//!   among its `k` top-k anchors, so each cube rebuilds its image's `G·k` top-k entries in shared memory,
+//!   resolves their owners, reduces the per-GT statistics over them (not over all `A` anchors) and writes the
+//!   targets of its anchors ([`fused_fits`]: `G ≤ 128`, `G·k ≤ 1280`; else the three kernels).
 //!
 //! Arithmetic in f32; all tensors contiguous except the logits (read in place through their strides).
 use cubecl::prelude::*;
 
+use burn::tensor::DType;
 use burn_cubecl::{tensor::CubeTensor, CubeRuntime};
 
 use crate::ciou::kernels::forward::ciou_parts;
@@ -50,10 +57,10 @@ pub(crate) const NO_OWNER: u32 = u32::MAX;
 /// (px; or `[3, A]` x, y, stride with `grid`), `gt_boxes [B, G, 4]`, `gt_labels [B, G]` (int `I`), `gt_mask [B, G]` → `align`, `overlaps` (f32) and
 /// `cand` (u32 0/1), `[B, G, A]`.
 #[cube(launch_unchecked)]
-#[allow(clippy::too_many_arguments)]
-pub fn tal_metrics_kernel<F: Float, I: Int>(
+#[allow(clippy::too_many_arguments, unused_assignments)]
+pub fn tal_metrics_kernel<F: Float, I: Int, D: Float>(
     logits: &Tensor<F>,
-    boxes: &Tensor<f32>,
+    boxes: &Tensor<D>,
     anchors: &Tensor<f32>,
     gt_boxes: &Tensor<f32>,
     gt_labels: &Tensor<I>,
@@ -70,7 +77,8 @@ pub fn tal_metrics_kernel<F: Float, I: Int>(
     eps: f32,
     stride_val: f32,
     #[comptime] grid: bool,
-    #[define(F, I)] _dtypes: [StorageType; 2],
+    #[comptime] raw: bool,
+    #[define(F, I, D)] _dtypes: [StorageType; 3],
 ) {
     let i = ABSOLUTE_POS;
     if i < total as usize {
@@ -97,10 +105,14 @@ pub fn tal_metrics_kernel<F: Float, I: Int>(
         if valid && h < stride_val {
             h = stride_val;
         }
-        let mut ax = anchors[a];
-        let mut ay = anchors[na + a];
+        let sa = anchors.stride(0);
+        let gx = anchors[a];
+        let gy = anchors[sa + a];
+        let mut ax = gx;
+        let mut ay = gy;
+        let mut stride = f32::new(1.0);
         if grid {
-            let stride = anchors[2 * na + a];
+            stride = anchors[2 * sa + a];
             ax *= stride;
             ay *= stride;
         }
@@ -119,9 +131,26 @@ pub fn tal_metrics_kernel<F: Float, I: Int>(
             let logit =
                 f32::cast_from(logits[b * logits.stride(0) + label as usize * logits.stride(1) + a * logits.stride(2)]);
             let s = f32::new(1.0) / (f32::new(1.0) + (-logit).exp());
-            let pb = b * 4 * na + a;
-            let (ciou, _alpha) =
-                ciou_parts(x1, y1, x2, y2, boxes[pb], boxes[pb + na], boxes[pb + 2 * na], boxes[pb + 3 * na]);
+            // predicted xyxy pixels: decoded here from the raw distances (`raw`), or given
+            let mut px1 = f32::new(0.0);
+            let mut py1 = f32::new(0.0);
+            let mut px2 = f32::new(0.0);
+            let mut py2 = f32::new(0.0);
+            if raw {
+                let d0 = b * boxes.stride(0) + a * boxes.stride(2);
+                let ds = boxes.stride(1);
+                px1 = (gx - f32::cast_from(boxes[d0])) * stride;
+                py1 = (gy - f32::cast_from(boxes[d0 + ds])) * stride;
+                px2 = (gx + f32::cast_from(boxes[d0 + 2 * ds])) * stride;
+                py2 = (gy + f32::cast_from(boxes[d0 + 3 * ds])) * stride;
+            } else {
+                let pb = b * 4 * na + a;
+                px1 = f32::cast_from(boxes[pb]);
+                py1 = f32::cast_from(boxes[pb + na]);
+                px2 = f32::cast_from(boxes[pb + 2 * na]);
+                py2 = f32::cast_from(boxes[pb + 3 * na]);
+            }
+            let (ciou, _alpha) = ciou_parts(x1, y1, x2, y2, px1, py1, px2, py2);
             ov = max(ciou, zero);
             if ov > zero && s > zero {
                 t = f32::powf(s, alpha) * f32::powf(ov, beta);
@@ -359,13 +388,57 @@ pub fn launch_tal_metrics<R: CubeRuntime>(
     cand: &CubeTensor<R>,
     cfg: &super::TalConfig,
 ) {
-    crate::attention::kernels::assert_tight(
-        "launch_tal_metrics",
-        &[boxes, anchors, gt_boxes, gt_labels, gt_mask, align, overlaps, cand],
-    );
+    launch_tal_metrics_inner(logits, boxes, anchors, gt_boxes, gt_labels, gt_mask, align, overlaps, cand, cfg, false)
+}
+
+/// [`launch_tal_metrics`] with the predicted boxes decoded in the kernel: `dist [B, 4, A]` raw LTRB distances
+/// (grid units, the dtype of `logits`, any strides) and `anchors [3, A]` the anchor grid (F32, unit stride
+/// along `A`; pitched rows are read in place) — ultralytics `bbox_decode` · stride, without the `[B, 4, A]`
+/// box tensor and its launch.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_tal_metrics_raw<R: CubeRuntime>(
+    logits: &CubeTensor<R>,
+    dist: &CubeTensor<R>,
+    anchors: &CubeTensor<R>,
+    gt_boxes: &CubeTensor<R>,
+    gt_labels: &CubeTensor<R>,
+    gt_mask: &CubeTensor<R>,
+    align: &CubeTensor<R>,
+    overlaps: &CubeTensor<R>,
+    cand: &CubeTensor<R>,
+    cfg: &super::TalConfig,
+) {
+    launch_tal_metrics_inner(logits, dist, anchors, gt_boxes, gt_labels, gt_mask, align, overlaps, cand, cfg, true)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn launch_tal_metrics_inner<R: CubeRuntime>(
+    logits: &CubeTensor<R>,
+    boxes: &CubeTensor<R>,
+    anchors: &CubeTensor<R>,
+    gt_boxes: &CubeTensor<R>,
+    gt_labels: &CubeTensor<R>,
+    gt_mask: &CubeTensor<R>,
+    align: &CubeTensor<R>,
+    overlaps: &CubeTensor<R>,
+    cand: &CubeTensor<R>,
+    cfg: &super::TalConfig,
+    raw: bool,
+) {
+    let what = if raw { "launch_tal_metrics_raw" } else { "launch_tal_metrics" };
+    crate::attention::kernels::assert_tight(what, &[gt_boxes, gt_labels, gt_mask, align, overlaps, cand]);
+    assert_eq!(anchors.meta.strides()[1], 1, "{what}: anchors need unit stride along A");
     let [b, c, a] = logits.meta.shape().dims::<3>();
     let g = gt_boxes.meta.shape()[1];
-    assert_eq!(boxes.meta.shape().dims::<3>(), [b, 4, a], "launch_tal_metrics: boxes");
+    assert_eq!(boxes.meta.shape().dims::<3>(), [b, 4, a], "{what}: boxes");
+    if raw {
+        assert_eq!(boxes.dtype, logits.dtype, "{what}: dist must have the dtype of logits");
+        assert_eq!(anchors.meta.shape().dims::<2>(), [3, a], "{what}: anchors must be the [3, A] grid");
+    } else {
+        crate::attention::kernels::assert_tight(what, &[boxes]);
+        assert_eq!(boxes.dtype, DType::F32, "{what}: boxes must be F32");
+    }
+    assert_eq!(anchors.dtype, DType::F32, "{what}: anchors must be F32");
     let grid = anchors.meta.shape().dims::<2>() == [3, a];
     assert!(
         grid || anchors.meta.shape().dims::<2>() == [2, a],
@@ -408,7 +481,8 @@ pub fn launch_tal_metrics<R: CubeRuntime>(
             cfg.eps as f32,
             cfg.stride_val as f32,
             grid,
-            [logits.dtype.into(), gt_labels.dtype.into()],
+            raw,
+            [logits.dtype.into(), gt_labels.dtype.into(), boxes.dtype.into()],
         )
     }
 }
@@ -552,6 +626,264 @@ pub fn launch_tal_targets<R: CubeRuntime>(
             eps as f32,
             one2one,
             [fg.dtype.into(), gt_idx.dtype.into(), gt_labels.dtype.into()],
+        )
+    }
+}
+
+/// Slots and top-k entries per image the fused kernel holds in shared memory; larger problems take the
+/// three-kernel path.
+pub const FUSED_MAX_GT: usize = 128;
+/// See [`FUSED_MAX_GT`]: `G·k` at most this.
+pub const FUSED_MAX_ENTRIES: usize = 1280;
+
+/// Resolve, per-GT statistics and targets in one launch. Grid `(⌈A / units⌉, B)`. The positives of GT `g`
+/// are among its `k` top-k anchors, so each cube first rebuilds its image's `G·k` top-k entries in shared
+/// memory (anchor, claim = `cand`, owner by the rule of [`tal_resolve_kernel`]), then the per-GT maxima and
+/// kept anchor of [`tal_gt_stats_kernel`] over those entries (not over all `A` anchors), then writes the
+/// outputs of [`tal_targets_kernel`] for its `units` anchors. Same results as the three kernels.
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
+pub fn tal_assign_fused_kernel<F: Float, I: Int, T: Int, L: Int>(
+    cand: &Tensor<u32>,
+    align: &Tensor<f32>,
+    overlaps: &Tensor<f32>,
+    top: &Tensor<T>,
+    gt_labels: &Tensor<L>,
+    gt_idx: &mut Tensor<I>,
+    fg: &mut Tensor<F>,
+    norm: &mut Tensor<F>,
+    labels: &mut Tensor<L>,
+    num_anchors: u32,
+    num_gt: u32,
+    num_classes: u32,
+    k: u32,
+    eps: f32,
+    #[comptime] units: usize,
+    #[comptime] one2one: bool,
+    #[define(F, I, T, L)] _dtypes: [StorageType; 4],
+) {
+    let tid = UNIT_POS_X as usize;
+    let b = CUBE_POS_Y as usize;
+    let na = num_anchors as usize;
+    let ng = num_gt as usize;
+    let kk = k as usize;
+    let ne = ng * kk;
+    let start = CUBE_POS_X as usize * units;
+    let zero = f32::new(0.0);
+    let mut s_anchor = SharedMemory::<u32>::new(FUSED_MAX_ENTRIES);
+    let mut s_claim = SharedMemory::<u32>::new(FUSED_MAX_ENTRIES);
+    let mut s_pos = SharedMemory::<u32>::new(FUSED_MAX_ENTRIES);
+    let mut s_pa = SharedMemory::<f32>::new(FUSED_MAX_GT);
+    let mut s_po = SharedMemory::<f32>::new(FUSED_MAX_GT);
+    let mut s_keep = SharedMemory::<u32>::new(FUSED_MAX_GT);
+    let mut s_own = SharedMemory::<u32>::new(units);
+
+    // the image's top-k entries: anchor and claim (candidate of its GT)
+    let mut e = tid;
+    while e < ne {
+        let g = e / kk;
+        let a = u32::cast_from(top[(b * ng + g) * kk + e % kk]);
+        s_anchor[e] = a;
+        s_claim[e] = cand[(b * ng + g) * na + a as usize];
+        e += units;
+    }
+    s_own[tid] = NO_OWNER;
+    sync_cube();
+
+    // positive = claimed and owned by its GT (several claims on one anchor: argmax over all slots of the
+    // overlaps, first maximum — select_highest_overlaps)
+    let mut e = tid;
+    while e < ne {
+        let mut p = 0u32.runtime();
+        if s_claim[e] == 1u32 {
+            let a = s_anchor[e];
+            let mut count = 0u32.runtime();
+            for e2 in 0..ne {
+                if s_claim[e2] == 1u32 && s_anchor[e2] == a {
+                    count += 1u32;
+                }
+            }
+            let g = (e / kk) as u32;
+            let mut own = g;
+            if count > 1u32 {
+                let mut best = overlaps[b * ng * na + a as usize];
+                let mut best_g = 0u32.runtime();
+                for g2 in 1..ng {
+                    let v = overlaps[(b * ng + g2) * na + a as usize];
+                    if v > best {
+                        best = v;
+                        best_g = g2 as u32;
+                    }
+                }
+                own = best_g;
+            }
+            if own == g {
+                p = 1u32;
+            }
+        }
+        s_pos[e] = p;
+        e += units;
+    }
+    sync_cube();
+
+    // per GT: maxima of t and ov over its positives; one2one: the kept anchor (first anchor of largest
+    // t·[owner = g] over all anchors: the smallest positive index of the largest t, or anchor 0 when that
+    // largest value is 0) and the maxima over it alone
+    let mut g = tid;
+    while g < ng {
+        let row = (b * ng + g) * na;
+        let mut max_t = zero;
+        let mut max_ov = zero;
+        let mut best_v = f32::new(-1.0);
+        let mut best_a = u32::MAX.runtime();
+        let mut owns0 = false.runtime();
+        for j in 0..kk {
+            let e = g * kk + j;
+            if s_pos[e] == 1u32 {
+                let a = s_anchor[e];
+                let t = align[row + a as usize];
+                max_t = max(max_t, t);
+                max_ov = max(max_ov, overlaps[row + a as usize]);
+                if t > best_v || (t == best_v && a < best_a) {
+                    best_v = t;
+                    best_a = a;
+                }
+                if a == 0u32 {
+                    owns0 = true;
+                }
+            }
+        }
+        let mut keep = 0u32.runtime();
+        let mut owns_keep = owns0;
+        if best_v > zero {
+            keep = best_a;
+            owns_keep = true;
+        }
+        s_keep[g] = keep;
+        if one2one {
+            let mut pa = zero;
+            let mut po = zero;
+            if owns_keep {
+                pa = align[row + keep as usize];
+                po = overlaps[row + keep as usize];
+            }
+            s_pa[g] = pa;
+            s_po[g] = po;
+        } else {
+            s_pa[g] = max_t;
+            s_po[g] = max_ov;
+        }
+        g += units;
+    }
+    // owners of this cube's anchors (an anchor has at most one positive entry)
+    let mut e = tid;
+    while e < ne {
+        if s_pos[e] == 1u32 {
+            let a = s_anchor[e] as usize;
+            if a >= start && a < start + units {
+                s_own[a - start] = (e / kk) as u32;
+            }
+        }
+        e += units;
+    }
+    sync_cube();
+
+    let a = start + tid;
+    if a < na {
+        let i = b * na + a;
+        let g = s_own[tid];
+        let mut is_fg = g < num_gt;
+        if is_fg && one2one {
+            is_fg = s_keep[g as usize] == a as u32;
+        }
+        let mut idx = 0u32.runtime();
+        let mut f = zero;
+        let mut n = zero;
+        if is_fg {
+            idx = g;
+            f = f32::new(1.0);
+            let gi = g as usize;
+            n = align[(b * ng + gi) * na + a] * s_po[gi] / (s_pa[gi] + eps);
+        }
+        let label = gt_labels[b * ng + idx as usize];
+        let class = i64::cast_from(label);
+        if class < 0 || class >= num_classes as i64 {
+            n = zero;
+        }
+        gt_idx[i] = I::cast_from(idx);
+        fg[i] = F::cast_from(f);
+        norm[i] = F::cast_from(n);
+        labels[i] = label;
+    }
+}
+
+/// Whether [`tal_assign_fused_kernel`] takes `G` slots and top-`k`.
+pub fn fused_fits(g: usize, k: usize) -> bool {
+    (1..=FUSED_MAX_GT).contains(&g) && g * k <= FUSED_MAX_ENTRIES
+}
+
+/// Launches [`tal_assign_fused_kernel`]: `cand`, `align`, `overlaps [B, G, A]`, `top [B·G, k]` (int),
+/// `gt_labels [B, G]` → `gt_idx` (int), `fg`, `norm` (float), `labels` (the dtype of `gt_labels`), all `[B, A]`,
+/// contiguous, every element written. Requires [`fused_fits`].
+#[allow(clippy::too_many_arguments)]
+pub fn launch_tal_assign_fused<R: CubeRuntime>(
+    cand: &CubeTensor<R>,
+    align: &CubeTensor<R>,
+    overlaps: &CubeTensor<R>,
+    top: &CubeTensor<R>,
+    gt_labels: &CubeTensor<R>,
+    gt_idx: &CubeTensor<R>,
+    fg: &CubeTensor<R>,
+    norm: &CubeTensor<R>,
+    labels: &CubeTensor<R>,
+    num_classes: usize,
+    eps: f64,
+    one2one: bool,
+) {
+    let what = "launch_tal_assign_fused";
+    crate::attention::kernels::assert_tight(what, &[cand, align, overlaps, top, gt_labels, gt_idx, fg, norm, labels]);
+    let [b, g, a] = align.meta.shape().dims::<3>();
+    let [rows, k] = top.meta.shape().dims::<2>();
+    assert!(rows == b * g && k <= a, "{what}: top must be [B·G, k] with k ≤ A");
+    for t in [cand, overlaps] {
+        assert_eq!(t.meta.shape().dims::<3>(), [b, g, a], "{what}: [B, G, A] tensors");
+    }
+    for t in [gt_idx, fg, norm, labels] {
+        assert_eq!(t.meta.shape().dims::<2>(), [b, a], "{what}: [B, A] outputs");
+    }
+    assert_eq!(gt_labels.meta.shape().dims::<2>(), [b, g], "{what}: gt_labels");
+    assert_eq!(fg.dtype, norm.dtype, "{what}: fg and norm dtypes");
+    assert_eq!(labels.dtype, gt_labels.dtype, "{what}: labels and gt_labels dtypes");
+    assert!(fused_fits(g, k), "{what}: G = {g}, k = {k} exceed the shared-memory tables");
+    assert!(b <= 65_535, "{what}: at most 65 535 images per call (grid y), got {b}");
+    if b * a == 0 {
+        return;
+    }
+    let units = UNITS as usize;
+    // SAFETY: entries `e < G·k ≤ FUSED_MAX_ENTRIES`, slots `g < G ≤ FUSED_MAX_GT`; top-k indices are anchors
+    // `< A` (the top-k kernel's output); outputs at `b·A + a` with `a < A`.
+    unsafe {
+        tal_assign_fused_kernel::launch_unchecked::<R>(
+            &align.client,
+            CubeCount::Static(a.div_ceil(units) as u32, b as u32, 1),
+            CubeDim::new_1d(UNITS),
+            cand.clone().into_tensor_arg(),
+            align.clone().into_tensor_arg(),
+            overlaps.clone().into_tensor_arg(),
+            top.clone().into_tensor_arg(),
+            gt_labels.clone().into_tensor_arg(),
+            gt_idx.clone().into_tensor_arg(),
+            fg.clone().into_tensor_arg(),
+            norm.clone().into_tensor_arg(),
+            labels.clone().into_tensor_arg(),
+            a as u32,
+            g as u32,
+            num_classes as u32,
+            k as u32,
+            eps as f32,
+            units,
+            one2one,
+            [fg.dtype.into(), gt_idx.dtype.into(), top.dtype.into(), gt_labels.dtype.into()],
         )
     }
 }

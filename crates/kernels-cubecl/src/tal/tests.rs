@@ -399,12 +399,77 @@ pub(crate) mod cube {
                 owners.iter().all(|&o| o == -1 || (0..g as i64).contains(&o)),
                 "owner: unwritten or out-of-range entries"
             );
-            let cands = download_bits::<R, BT>(cand);
+            let cands = download_bits::<R, BT>(cand.clone());
             assert!(cands.iter().all(|&c| c == 0 || c == 1), "cand: unwritten entries");
             let what = format!("kernels topk {} topk2 {}", cfg.topk, cfg.topk2);
             let f = |t: CubeTensor<R>| to_vec(Tensor::<Cb<R, BT>, 2>::from_primitive(TensorPrimitive::Float(t)));
             let target_labels = download_bits::<R, BT>(target_labels);
             check_result(&what, &s, &cfg, download_bits::<R, BT>(gt_idx), f(fg), f(norm), target_labels);
+
+            // resolve + statistics + targets in one launch, from the same metrics and top-k
+            assert!(raw::fused_fits(g, cfg.topk));
+            let gt_idx = poisoned_bits::<R, BT, 2>([b, a], DType::I32, device);
+            let fg = poisoned::<R, BT, 2>([b, a], DType::F32, device);
+            let norm = poisoned::<R, BT, 2>([b, a], DType::F32, device);
+            let target_labels = poisoned_bits::<R, BT, 2>([b, a], labels.dtype, device);
+            raw::launch_tal_assign_fused(
+                &cand,
+                &align,
+                &overlaps,
+                &top,
+                &labels,
+                &gt_idx,
+                &fg,
+                &norm,
+                &target_labels,
+                s.c,
+                cfg.eps,
+                one2one,
+            );
+            let target_labels = download_bits::<R, BT>(target_labels);
+            let what = format!("fused {what}");
+            check_result(&what, &s, &cfg, download_bits::<R, BT>(gt_idx), f(fg), f(norm), target_labels);
+        }
+    }
+    /// [`crate::tal::cube::assign_raw`]: the boxes decoded inside the metrics kernel from strided raw
+    /// distances and a pitched anchor grid, against the host result on the same boxes decoded on the host.
+    pub(crate) fn check_raw<R: CubeRuntime, BT: BoolElement>(device: &R::Device, seed: u64) {
+        let mut s = scene(seed, 3);
+        let (b, a, g) = (s.b, s.a, s.g);
+        // distances that decode to (about) the scene's boxes; the host boxes become their exact f32 decode
+        let mut dist = vec![0.0f32; b * 4 * a];
+        for bi in 0..b {
+            for ai in 0..a {
+                let (gx, gy, st) = (s.grid[ai], s.grid[a + ai], s.grid[2 * a + ai]);
+                let bx = |k: usize| s.boxes[(bi * 4 + k) * a + ai];
+                let d = [gx - bx(0) / st, gy - bx(1) / st, bx(2) / st - gx, bx(3) / st - gy];
+                let p = [(gx - d[0]) * st, (gy - d[1]) * st, (gx + d[2]) * st, (gy + d[3]) * st];
+                for k in 0..4 {
+                    dist[(bi * 4 + k) * a + ai] = d[k];
+                    s.boxes[(bi * 4 + k) * a + ai] = p[k];
+                }
+            }
+        }
+        for cfg in configs() {
+            let logits: CubeTensor<R> = strided_logits::<Cb<R, BT>>(&s, device).into_primitive().tensor();
+            let dist_t: CubeTensor<R> =
+                crate::test_util::transposed_view::<Cb<R, BT>>(&dist, [b, 4, a], device).into_primitive().tensor();
+            assert!(!dist_t.is_contiguous(), "the raw distances must be strided");
+            let grid = crate::test_util::pitched_rows::<R, BT>(&s.grid, [3, a], a + 3, device);
+            assert_ne!(grid.meta.strides()[0], a, "the grid rows must be pitched");
+            let gt = upload::<R, BT, 3>(&s.gt, [b, g, 4], DType::F32, device);
+            let mask = upload::<R, BT, 2>(&s.mask, [b, g], DType::F32, device);
+            let labels: CubeTensor<R> =
+                Tensor::<Cb<R, BT>, 2, Int>::from_data(TensorData::new(s.labels.clone(), [b, g]), device)
+                    .into_primitive();
+            let [gt_idx, fg, norm, target_labels] =
+                crate::tal::cube::assign_raw(logits, dist_t, grid, gt, labels, mask, cfg, DType::I32);
+            let what = format!("raw-distance kernels topk {} topk2 {}", cfg.topk, cfg.topk2);
+            let f = |t: CubeTensor<R>| to_vec(Tensor::<Cb<R, BT>, 2>::from_primitive(TensorPrimitive::Float(t)));
+            let ints = |t: CubeTensor<R>| {
+                Tensor::<Cb<R, BT>, 2, Int>::from_primitive(t).into_data().convert::<i64>().to_vec::<i64>().unwrap()
+            };
+            check_result(&what, &s, &cfg, ints(gt_idx), f(fg), f(norm), ints(target_labels));
         }
     }
 }
@@ -419,6 +484,7 @@ mod wgpu {
     #[test]
     fn tal_wgpu_kernels() {
         cube::check_kernels::<WgpuRuntime, u32>(&WgpuDevice::DefaultDevice, 9400);
+        cube::check_raw::<WgpuRuntime, u32>(&WgpuDevice::DefaultDevice, 9450);
     }
 
     #[test]
@@ -441,6 +507,7 @@ mod cuda {
     #[test]
     fn tal_cuda_kernels() {
         cube::check_kernels::<CudaRuntime, u8>(&CudaDevice::default(), 9400);
+        cube::check_raw::<CudaRuntime, u8>(&CudaDevice::default(), 9450);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! [`BranchLossBackend`] for [`Autodiff`]: the forward runs on the inner backend (one node, parents `boxes`
 //! and `scores`); the backward step is one call of the inner `branch_loss_backward` with the upstream
-//! gradient of the items. The assignment outputs and `w_sum` are returned untracked.
+//! gradient of `total`. The items, terms, assignment outputs and `w_sum` are returned untracked.
 use burn::backend::autodiff::{
     checkpoint::{base::Checkpointer, strategy::CheckpointStrategy},
     grads::Gradients,
@@ -25,11 +25,11 @@ impl<B: BranchLossBackend> Backward<B, 2> for BranchBackward {
 
     fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
         let (boxes_id, scores_id, saved, cfg) = ops.state;
-        let d_items = grads.consume::<B>(&ops.node);
+        let d_total = grads.consume::<B>(&ops.node);
         let [boxes_node, scores_node] = ops.parents;
         let boxes = checkpointer.retrieve_node_output::<FloatTensor<B>>(boxes_id);
         let scores = checkpointer.retrieve_node_output::<FloatTensor<B>>(scores_id);
-        let (d_boxes, d_scores) = B::branch_loss_backward(boxes, scores, saved, d_items, cfg);
+        let (d_boxes, d_scores) = B::branch_loss_backward(boxes, scores, saved, d_total, cfg);
         if let Some(node) = boxes_node {
             grads.register::<B>(node.id, d_boxes);
         }
@@ -52,8 +52,10 @@ impl<B: BranchLossBackend, C: CheckpointStrategy> BranchLossBackend for Autodiff
     ) -> BranchPrims<Self> {
         let (grid, gt_boxes, gt_mask) = (grid.primitive, gt_boxes.primitive, gt_mask.primitive);
         let prep = BranchBackward.prepare::<C>([boxes.node.clone(), scores.node.clone()]).compute_bound().stateful();
-        let untracked = |out: BranchPrims<B>, items: FloatTensor<Self>| BranchPrims {
-            items,
+        let untracked = |out: BranchPrims<B>, total: FloatTensor<Self>| BranchPrims {
+            total,
+            items: FloatTensor::<Self>::new(out.items),
+            terms: FloatTensor::<Self>::new(out.terms),
             w_sum: FloatTensor::<Self>::new(out.w_sum),
             gt_idx: out.gt_idx,
             fg: FloatTensor::<Self>::new(out.fg),
@@ -82,8 +84,8 @@ impl<B: BranchLossBackend, C: CheckpointStrategy> BranchLossBackend for Autodiff
                     score_sum: out.score_sum.clone(),
                     w_sum: out.w_sum.clone(),
                 };
-                let items = prep.finish((boxes_id, scores_id, saved, cfg), out.items.clone());
-                untracked(out, items)
+                let total = prep.finish((boxes_id, scores_id, saved, cfg), out.total.clone());
+                untracked(out, total)
             }
             OpsKind::UnTracked(prep) => {
                 let out = B::branch_loss(
@@ -96,8 +98,8 @@ impl<B: BranchLossBackend, C: CheckpointStrategy> BranchLossBackend for Autodiff
                     cfg,
                     int_dtype,
                 );
-                let items = prep.finish(out.items.clone());
-                untracked(out, items)
+                let total = prep.finish(out.total.clone());
+                untracked(out, total)
             }
         }
     }

@@ -1,17 +1,16 @@
 //! [`BranchLossBackend`] for [`CubeBackend`]: the kernels of `kernels-cubecl` launched directly, no Burn
-//! tensor op in between. Forward (9 launches): detect-decode, the assigner (metrics, top-k, resolve, GT
-//! statistics, targets — its targets kernel also gathers the labels), the box-loss and one-hot BCE block
-//! partial sums, and the items kernel (final sums, normalisation, gains). Backward (3 launches): the items
-//! scaling, the box-loss backward, the one-hot BCE backward. Other cases (F64, no GT slot, an empty batch,
-//! a top-k the kernels do not take) run the default composition.
+//! tensor op in between. Forward (5 launches): the assigner (metrics with the box decode inlined, top-k,
+//! then resolve, GT statistics and targets in one kernel, which also gathers the labels), the fused box + one-hot
+//! BCE anchor pass (block partial sums) and the items kernel (final sums, normalisation, gains, the branch
+//! weight). Backward (1 launch): the anchor-pass backward, the items scaling folded in. The raw head outputs
+//! and the anchor grid are read in place (strided / pitched), so nothing is copied. Other cases (F64, no GT
+//! slot, an empty batch, a top-k the kernels do not take) run the default composition.
 use burn::tensor::{ops::IntTensor, DType, IntDType, Shape};
 use burn_cubecl::{tensor::CubeTensor, BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement};
-use kernels_cubecl::bbox_loss::cube::raw as bbox;
-use kernels_cubecl::bce_onehot::cube::raw as bce;
-use kernels_cubecl::cube_util::{empty, tight_as};
-use kernels_cubecl::decode::{BoxFormat, DetectDecodeBackend};
-use kernels_cubecl::loss_items::kernels::{launch_loss_items_backward, launch_loss_items_forward};
-use kernels_cubecl::tal::cube::assign;
+use kernels_cubecl::cube_util::{empty, f32_rows, tight_as};
+use kernels_cubecl::det_loss::kernels::{forward_split, launch_det_loss_backward, launch_det_loss_forward, AnchorPass};
+use kernels_cubecl::loss_items::kernels::{launch_loss_items_forward, ItemsOut};
+use kernels_cubecl::tal::cube::assign_raw;
 use kernels_cubecl::topk::kernel::chunk_for;
 
 use super::{compose, compose_backward, BranchConfig, BranchLossBackend, BranchPrims, BranchSaved};
@@ -49,13 +48,12 @@ where
             return compose::<Self>(boxes, scores, grid, gt_boxes, gt_labels, gt_mask, cfg, int_dtype);
         }
         let dtype = scores.dtype;
-        let [b, c, a] = scores.meta.shape().dims::<3>();
-        let pred_px = Self::detect_decode_forward(boxes.clone(), grid.clone(), BoxFormat::Xyxy);
-        let grid = tight_as(grid, DType::F32);
+        let [b, _c, a] = scores.meta.shape().dims::<3>();
+        let grid = f32_rows(grid);
         let gt_boxes = tight_as(gt_boxes, DType::F32);
-        let [gt_idx, fg, score_sum, labels] = assign(
+        let [gt_idx, fg, score_sum, labels] = assign_raw(
             scores.clone(),
-            pred_px,
+            boxes.clone(),
             grid.clone(),
             gt_boxes.clone(),
             gt_labels,
@@ -63,51 +61,62 @@ where
             cfg.tal,
             int_dtype.into(),
         );
-
-        let weight = tight_as(score_sum.clone(), DType::F32);
-        let (_, box_chunks) = bbox::forward_split(b, a);
-        let box_partial = empty(&scores, Shape::new([b, box_chunks, 3]), DType::F32);
-        bbox::launch_bbox_loss_forward(&boxes, &grid, &gt_boxes, &gt_idx, &weight, &box_partial, cfg.image);
-        let (rows, cls_chunks) = bce::forward_split(b, c, a);
-        let cls_partial = empty(&scores, Shape::new([rows, cls_chunks]), DType::F32);
-        bce::launch_bce_onehot_forward(&scores, &labels, &score_sum, &cls_partial);
+        let pass = AnchorPass {
+            dist: &boxes,
+            logits: &scores,
+            anchors: &grid,
+            gt_boxes: &gt_boxes,
+            gt_idx: &gt_idx,
+            labels: &labels,
+            score: &score_sum,
+            image: cfg.image,
+        };
+        let (_, chunks) = forward_split(b, a);
+        let box_partial = empty(&scores, Shape::new([b, chunks, 3]), DType::F32);
+        let cls_partial = empty(&scores, Shape::new([b, chunks]), DType::F32);
+        launch_det_loss_forward(pass, &box_partial, &cls_partial);
+        let total = empty(&scores, Shape::new([1]), dtype);
         let items = empty(&scores, Shape::new([3]), dtype);
+        let terms = empty(&scores, Shape::new([3]), dtype);
         let w_sum = empty(&scores, Shape::new([1]), dtype);
-        launch_loss_items_forward(&box_partial, &cls_partial, &items, &w_sum, cfg.batch_gains(b));
-        BranchPrims { items, w_sum, gt_idx, fg, score_sum, labels }
+        let out = ItemsOut { items: &items, w_sum: &w_sum, total: &total, terms: &terms };
+        launch_loss_items_forward(&box_partial, &cls_partial, out, cfg.batch_gains(b), cfg.mix);
+        BranchPrims { total, items, terms, w_sum, gt_idx, fg, score_sum, labels }
     }
 
     fn branch_loss_backward(
         boxes: CubeTensor<R>,
         scores: CubeTensor<R>,
         saved: BranchSaved<Self>,
-        d_items: CubeTensor<R>,
+        d_total: CubeTensor<R>,
         cfg: BranchConfig,
     ) -> (CubeTensor<R>, CubeTensor<R>) {
         if !kernel_path(&scores, &saved.gt_boxes, &cfg) {
-            return compose_backward::<Self>(boxes, scores, saved, d_items, cfg);
+            return compose_backward::<Self>(boxes, scores, saved, d_total, cfg);
         }
         let dtype = scores.dtype;
         let b = scores.meta.shape()[0];
-        let d_items = tight_as(d_items, dtype);
+        let d_total = tight_as(d_total, dtype);
         let w_sum = tight_as(saved.w_sum, dtype);
-        let d_box = empty(&scores, Shape::new([3]), DType::F32);
-        let d_cls = empty(&scores, Shape::new([1]), dtype);
-        launch_loss_items_backward(&d_items, &w_sum, &d_box, &d_cls, cfg.batch_gains(b));
-
-        let grid = tight_as(saved.grid, DType::F32);
+        let grid = f32_rows(saved.grid);
         let gt_boxes = tight_as(saved.gt_boxes, DType::F32);
-        let idx_dtype = saved.gt_idx.dtype;
+        let (idx_dtype, labels_dtype) = (saved.gt_idx.dtype, saved.labels.dtype);
         let gt_idx = tight_as(saved.gt_idx, idx_dtype);
-        let weight = tight_as(saved.score_sum.clone(), DType::F32);
-        let d_boxes = empty(&boxes, boxes.meta.shape().clone(), boxes.dtype);
-        bbox::launch_bbox_loss_backward(&boxes, &grid, &gt_boxes, &gt_idx, &weight, &d_box, &d_boxes, cfg.image);
-
-        let labels_dtype = saved.labels.dtype;
         let labels = tight_as(saved.labels, labels_dtype);
         let score_sum = tight_as(saved.score_sum, dtype);
+        let pass = AnchorPass {
+            dist: &boxes,
+            logits: &scores,
+            anchors: &grid,
+            gt_boxes: &gt_boxes,
+            gt_idx: &gt_idx,
+            labels: &labels,
+            score: &score_sum,
+            image: cfg.image,
+        };
+        let d_boxes = empty(&boxes, boxes.meta.shape().clone(), dtype);
         let d_scores = empty(&scores, scores.meta.shape().clone(), dtype);
-        bce::launch_bce_onehot_backward(&scores, &labels, &score_sum, &d_cls, &d_scores);
+        launch_det_loss_backward(pass, &w_sum, &d_total, &d_boxes, &d_scores, cfg.batch_gains(b), cfg.mix);
         (d_boxes, d_scores)
     }
 }

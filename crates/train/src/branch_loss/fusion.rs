@@ -24,8 +24,10 @@ struct BranchOp<B> {
 
 impl<B: FusionBackend + BranchLossBackend> Operation<B::FusionRuntime> for BranchOp<B> {
     fn execute(&self, handles: &mut Handles<B>) {
-        let ([boxes, scores, grid, gt_boxes, gt_labels, gt_mask], [items, w_sum, gt_idx, fg, score_sum, labels]) =
-            self.desc.as_fixed();
+        let (
+            [boxes, scores, grid, gt_boxes, gt_labels, gt_mask],
+            [total, items, terms, w_sum, gt_idx, fg, score_sum, labels],
+        ) = self.desc.as_fixed();
         let out = B::branch_loss(
             handles.get_float_tensor::<B>(boxes),
             handles.get_float_tensor::<B>(scores),
@@ -36,7 +38,9 @@ impl<B: FusionBackend + BranchLossBackend> Operation<B::FusionRuntime> for Branc
             self.cfg,
             self.int_dtype,
         );
+        handles.register_float_tensor::<B>(&total.id, out.total);
         handles.register_float_tensor::<B>(&items.id, out.items);
+        handles.register_float_tensor::<B>(&terms.id, out.terms);
         handles.register_float_tensor::<B>(&w_sum.id, out.w_sum);
         handles.register_int_tensor::<B>(&gt_idx.id, out.gt_idx);
         handles.register_float_tensor::<B>(&fg.id, out.fg);
@@ -54,7 +58,7 @@ struct BranchBackwardOp<B> {
 
 impl<B: FusionBackend + BranchLossBackend> Operation<B::FusionRuntime> for BranchBackwardOp<B> {
     fn execute(&self, handles: &mut Handles<B>) {
-        let ([boxes, scores, grid, gt_boxes, gt_idx, labels, score_sum, w_sum, d_items], [d_boxes, d_scores]) =
+        let ([boxes, scores, grid, gt_boxes, gt_idx, labels, score_sum, w_sum, d_total], [d_boxes, d_scores]) =
             self.desc.as_fixed();
         let saved = BranchSaved::<B> {
             grid: handles.get_float_tensor::<B>(grid),
@@ -68,7 +72,7 @@ impl<B: FusionBackend + BranchLossBackend> Operation<B::FusionRuntime> for Branc
             handles.get_float_tensor::<B>(boxes),
             handles.get_float_tensor::<B>(scores),
             saved,
-            handles.get_float_tensor::<B>(d_items),
+            handles.get_float_tensor::<B>(d_total),
             self.cfg,
         );
         handles.register_float_tensor::<B>(&d_boxes.id, db);
@@ -95,6 +99,8 @@ impl<B: FusionBackend + BranchLossBackend> BranchLossBackend for Fusion<B> {
         let out = |shape: Shape, dt: DType| TensorIr::uninit(client.create_empty_handle(), shape, dt);
         let ba = || Shape::new([b, a]);
         let outputs = [
+            out(Shape::new([1]), dtype),
+            out(Shape::new([3]), dtype),
             out(Shape::new([3]), dtype),
             out(Shape::new([1]), dtype),
             out(ba(), DType::from(int_dtype)),
@@ -104,26 +110,26 @@ impl<B: FusionBackend + BranchLossBackend> BranchLossBackend for Fusion<B> {
         ];
         let inputs = [boxes, scores, grid, gt_boxes, gt_labels, gt_mask].map(|t| t.into_ir());
         let desc = CustomOpIr::new("yolo26_branch_loss", &inputs, &outputs);
-        let [items, w_sum, gt_idx, fg, score_sum, labels] = client
+        let [total, items, terms, w_sum, gt_idx, fg, score_sum, labels] = client
             .register(
                 streams,
                 OperationIr::Custom(desc.clone()),
                 BranchOp::<B> { desc, cfg, int_dtype, _b: PhantomData },
             )
-            .outputs::<6>();
-        BranchPrims { items, w_sum, gt_idx, fg, score_sum, labels }
+            .outputs::<8>();
+        BranchPrims { total, items, terms, w_sum, gt_idx, fg, score_sum, labels }
     }
 
     fn branch_loss_backward(
         boxes: T<B>,
         scores: T<B>,
         saved: BranchSaved<Self>,
-        d_items: T<B>,
+        d_total: T<B>,
         cfg: BranchConfig,
     ) -> (T<B>, T<B>) {
         let client = scores.client.clone();
         let BranchSaved { grid, gt_boxes, gt_idx, labels, score_sum, w_sum } = saved;
-        let all = [boxes, scores, grid, gt_boxes, gt_idx, labels, score_sum, w_sum, d_items];
+        let all = [boxes, scores, grid, gt_boxes, gt_idx, labels, score_sum, w_sum, d_total];
         let streams = OperationStreams::with_inputs(all.iter());
         let out = |t: &T<B>| TensorIr::uninit(client.create_empty_handle(), t.shape.clone(), t.dtype);
         let outputs = [out(&all[0]), out(&all[1])];

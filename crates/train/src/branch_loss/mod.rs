@@ -6,14 +6,18 @@
 //!
 //! - [`BranchLossBackend::branch_loss`] / [`BranchLossBackend::branch_loss_backward`]: default methods compose
 //!   the ops with tensor ops (`Flex`, and any dtype the kernels do not take); on `CubeBackend` the kernels
-//!   are launched directly (`cube.rs`: 9 launches forward — decode, 5 of the assigner, box and BCE partial
-//!   sums, items — and 3 backward); on `Fusion<B>` each is one opaque custom op running `B`'s method; on
-//!   `Autodiff<B>` the forward runs on `B` and the backward step calls `B::branch_loss_backward` (the
-//!   assignment has no gradient: ultralytics runs it under `torch.no_grad()`).
+//!   are launched directly (`cube.rs`: 5 launches forward — the assigner's metrics (box decode included),
+//!   top-k and fused resolve/statistics/targets, the fused box + BCE anchor pass, the items — and 1
+//!   backward); on `Fusion<B>` each is one opaque custom op running `B`'s method; on `Autodiff<B>` the
+//!   forward runs on `B` and the backward step calls `B::branch_loss_backward` (the assignment has no
+//!   gradient: ultralytics runs it under `torch.no_grad()`).
 //!
-//! Output [`BranchPrims`]: `items [3] = (box, cls, l1)` = `(Σ w·(1 − CIoU), Σ BCE, Σ w·L1) · gain · B /
-//! max(Σ w, 1)` (`w` = target-score sum per anchor), differentiable w.r.t. the raw `boxes` and `scores`;
-//! `w_sum [1] = Σ w` (ultralytics' `target_scores_sum` before its clamp) and the assignment (untracked).
+//! Output [`BranchPrims`]: `total [1] = mix·(box + cls + l1)`, differentiable w.r.t. the raw `boxes` and
+//! `scores` (`mix` = the branch's weight in `E2ELoss`, 1 alone); the values `items [3] = (box, cls, l1)` =
+//! `(Σ w·(1 − CIoU), Σ BCE, Σ w·L1) · gain · B / max(Σ w, 1)` (`w` = target-score sum per anchor) and
+//! `terms [3] = mix·items`; `w_sum [1] = Σ w` (ultralytics' `target_scores_sum` before its clamp) and the
+//! assignment. Only `total` carries a gradient: a training step back-propagates the sum of the terms, so the
+//! backward is one scaling of the per-anchor gradients (no separate items graph, no mixing ops).
 
 mod autodiff;
 mod cube;
@@ -32,12 +36,14 @@ use kernels_cubecl::loss_items::{items_backward, items_from_sums};
 use kernels_cubecl::tal::{TalBackend, TalConfig};
 
 /// Constants of a branch: the assigner's parameters, the input image size `[W, H]` in pixels (the L1
-/// normalisation) and the loss gains `(box, cls, l1)` (the op multiplies them by the batch size).
+/// normalisation), the loss gains `(box, cls, l1)` (the op multiplies them by the batch size) and `mix`, the
+/// branch's weight in the total (ProgLoss; 1 for a lone branch).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BranchConfig {
     pub tal: TalConfig,
     pub image: [f32; 2],
     pub gains: [f32; 3],
+    pub mix: f32,
 }
 
 impl BranchConfig {
@@ -50,8 +56,12 @@ impl BranchConfig {
 /// Outputs of [`BranchLossBackend::branch_loss`] as primitives.
 #[derive(Debug)]
 pub struct BranchPrims<B: Backend> {
+    /// `[1]` `mix·(box + cls + l1)`, the dtype of `scores`: the differentiable output.
+    pub total: FloatTensor<B>,
     /// `[3]` `(box, cls, l1)` loss items, the dtype of `scores`.
     pub items: FloatTensor<B>,
+    /// `[3]` `mix·items`.
+    pub terms: FloatTensor<B>,
     /// `[1]` `Σ w`, the dtype of `scores`.
     pub w_sum: FloatTensor<B>,
     /// `[B, A]` assigned GT slot (int; 0 for background).
@@ -94,15 +104,15 @@ pub trait BranchLossBackend: DetectDecodeBackend + TalBackend + BboxLossBackend 
         compose::<Self>(boxes, scores, grid, gt_boxes, gt_labels, gt_mask, cfg, int_dtype)
     }
 
-    /// `d items [3]` → `(d boxes [B, 4, A], d scores [B, C, A])`.
+    /// `d total [1]` → `(d boxes [B, 4, A], d scores [B, C, A])`.
     fn branch_loss_backward(
         boxes: FloatTensor<Self>,
         scores: FloatTensor<Self>,
         saved: BranchSaved<Self>,
-        d_items: FloatTensor<Self>,
+        d_total: FloatTensor<Self>,
         cfg: BranchConfig,
     ) -> (FloatTensor<Self>, FloatTensor<Self>) {
-        compose_backward::<Self>(boxes, scores, saved, d_items, cfg)
+        compose_backward::<Self>(boxes, scores, saved, d_total, cfg)
     }
 }
 
@@ -162,7 +172,10 @@ pub fn compose<B: DetectDecodeBackend + TalBackend + BboxLossBackend + BceOneHot
     let box_sums = bbox_loss_sums(boxes, grid, gt_boxes, gt_idx.clone(), score_sum.clone(), cfg.image); // [3]
     let cls = bce_onehot_sum(scores, labels.clone(), score_sum.clone()); // [1]
     let (items, w_sum) = items_from_sums(box_sums.cast(dtype), cls, cfg.batch_gains(b));
+    let terms = items.clone() * cfg.mix;
     BranchPrims {
+        total: terms.clone().sum().into_primitive().tensor(),
+        terms: terms.into_primitive().tensor(),
         items: items.into_primitive().tensor(),
         w_sum: w_sum.into_primitive().tensor(),
         gt_idx: gt_idx.into_primitive(),
@@ -177,11 +190,13 @@ pub fn compose_backward<B: BboxLossBackend + BceOneHotBackend>(
     boxes: FloatTensor<B>,
     scores: FloatTensor<B>,
     saved: BranchSaved<B>,
-    d_items: FloatTensor<B>,
+    d_total: FloatTensor<B>,
     cfg: BranchConfig,
 ) -> (FloatTensor<B>, FloatTensor<B>) {
     let b = float::<B, 3>(scores.clone()).dims()[0];
-    let (d_box, d_cls) = items_backward(float::<B, 1>(d_items), float(saved.w_sum), cfg.batch_gains(b));
+    // each item enters the total once, weighted by mix
+    let d_items = (float::<B, 1>(d_total) * cfg.mix).expand([3]);
+    let (d_box, d_cls) = items_backward(d_items, float(saved.w_sum), cfg.batch_gains(b));
     let d_boxes = B::bbox_loss_backward(
         boxes,
         saved.grid,
@@ -198,8 +213,12 @@ pub fn compose_backward<B: BboxLossBackend + BceOneHotBackend>(
 /// Tensor-level outputs of [`branch_loss`].
 #[derive(Debug, Clone)]
 pub struct BranchOutput<B: Backend> {
-    /// `[3]` `(box, cls, l1)` loss items, differentiable w.r.t. `boxes` and `scores`.
+    /// `[1]` `mix·(box + cls + l1)`, differentiable w.r.t. `boxes` and `scores`.
+    pub total: Tensor<B, 1>,
+    /// `[3]` `(box, cls, l1)` loss items (values).
     pub items: Tensor<B, 1>,
+    /// `[3]` `mix·items` (values).
+    pub terms: Tensor<B, 1>,
     /// `[1]` `Σ w` (target-score sum).
     pub w_sum: Tensor<B, 1>,
     pub gt_idx: Tensor<B, 2, Int>,
@@ -240,7 +259,9 @@ pub fn branch_loss<B: BranchLossBackend>(
         int_dtype,
     );
     BranchOutput {
+        total: float(out.total),
         items: float(out.items),
+        terms: float(out.terms),
         w_sum: float(out.w_sum),
         gt_idx: Tensor::from_primitive(out.gt_idx),
         fg: float(out.fg),
