@@ -27,8 +27,7 @@ use cubecl::{Compiler, WgpuCompilationOptions};
 use crate::attention::kernels::{backward_delta, backward_dkdv, backward_dq, forward};
 use crate::psa::kernels as psa;
 use crate::{
-    bbox_loss::kernels as bbox_loss, bce::kernels as bce, bce_onehot::kernels as bce_onehot, ciou::kernels as ciou,
-    decode::kernels as decode, det_loss::kernels as det_loss, loss_items::kernels as loss_items, tal::kernels as tal,
+    bce::kernels as bce, bce_onehot::kernels as bce_onehot, ciou::kernels as ciou, decode::kernels as decode,
     topk::kernel as topk,
 };
 
@@ -164,7 +163,7 @@ pub fn kernels() -> Vec<(&'static str, KernelDefinition)> {
     let t = || TensorCompilationArg { inplace: None };
     // FA2 with Dk = Dv = 32 and the tiles the launchers pick for it (64 × 64 within 32 KiB).
     let (dk, dv, bm, bn) = (32usize, 32usize, 64usize, 64usize);
-    vec![
+    let mut defs = vec![
         (
             "fa2_forward_f32_d32",
             forward::flash_fwd_kernel::FlashFwdKernel::<WgpuRuntime>::new(
@@ -490,263 +489,6 @@ pub fn kernels() -> Vec<(&'static str, KernelDefinition)> {
             .define(),
         ),
         (
-            "tal_metrics_f32_grid",
-            tal::tal_metrics_kernel::TalMetricsKernel::<WgpuRuntime>::new(
-                settings(tal::UNITS as usize),
-                c.clone(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                (),
-                (),
-                (),
-                (),
-                (),
-                (),
-                (),
-                (),
-                true,
-                false,
-                [f32_ty, i32_ty, f32_ty],
-            )
-            .define(),
-        ),
-        (
-            "tal_metrics_f32_raw",
-            tal::tal_metrics_kernel::TalMetricsKernel::<WgpuRuntime>::new(
-                settings(tal::UNITS as usize),
-                c.clone(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                (),
-                (),
-                (),
-                (),
-                (),
-                (),
-                (),
-                (),
-                true,
-                true,
-                [f32_ty, i32_ty, f32_ty],
-            )
-            .define(),
-        ),
-        (
-            "tal_assign_fused_o2m",
-            tal::tal_assign_fused_kernel::TalAssignFusedKernel::<WgpuRuntime>::new(
-                settings(tal::UNITS as usize),
-                c.clone(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                (),
-                (),
-                (),
-                (),
-                (),
-                tal::UNITS as usize,
-                false,
-                [f32_ty, i32_ty, i32_ty, i32_ty],
-            )
-            .define(),
-        ),
-        (
-            "tal_resolve",
-            tal::tal_resolve_kernel::TalResolveKernel::<WgpuRuntime>::new(
-                settings(tal::UNITS as usize),
-                c.clone(),
-                t(),
-                t(),
-                t(),
-                t(),
-                (),
-                (),
-                (),
-                (),
-                i32_ty,
-            )
-            .define(),
-        ),
-        (
-            "tal_gt_stats_one2one",
-            tal::tal_gt_stats_kernel::TalGtStatsKernel::<WgpuRuntime>::new(
-                settings(tal::UNITS as usize),
-                c.clone(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                (),
-                (),
-                tal::UNITS as usize,
-                true,
-            )
-            .define(),
-        ),
-        (
-            "tal_targets_f32_one2one",
-            tal::tal_targets_kernel::TalTargetsKernel::<WgpuRuntime>::new(
-                settings(tal::UNITS as usize),
-                c.clone(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                (),
-                (),
-                (),
-                (),
-                (),
-                true,
-                [f32_ty, i32_ty, i32_ty],
-            )
-            .define(),
-        ),
-        (
-            "bbox_loss_forward_f32",
-            bbox_loss::bbox_loss_fwd_kernel::BboxLossFwdKernel::<WgpuRuntime>::new(
-                settings(bbox_loss::UNITS),
-                c.clone(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                (),
-                (),
-                (),
-                (),
-                bbox_loss::UNITS,
-                bbox_loss::PER_UNIT,
-                [f32_ty, i32_ty],
-            )
-            .define(),
-        ),
-        (
-            "bbox_loss_backward_f32",
-            bbox_loss::bbox_loss_bwd_kernel::BboxLossBwdKernel::<WgpuRuntime>::new(
-                settings(bbox_loss::UNITS),
-                c.clone(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                (),
-                (),
-                (),
-                (),
-                [f32_ty, i32_ty],
-            )
-            .define(),
-        ),
-        (
-            "loss_items_forward_f32",
-            loss_items::loss_items_fwd_kernel::LossItemsFwdKernel::<WgpuRuntime>::new(
-                settings(crate::loss_items::UNITS),
-                c.clone(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                (),
-                (),
-                (),
-                (),
-                (),
-                (),
-                crate::loss_items::UNITS,
-                f32_ty,
-            )
-            .define(),
-        ),
-        (
-            "det_loss_forward_f32",
-            det_loss::det_loss_fwd_kernel::DetLossFwdKernel::<WgpuRuntime>::new(
-                settings(det_loss::UNITS),
-                c.clone(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                (),
-                (),
-                (),
-                (),
-                (),
-                det_loss::UNITS,
-                [f32_ty, i32_ty, i32_ty],
-            )
-            .define(),
-        ),
-        (
-            "det_loss_backward_f32",
-            det_loss::det_loss_bwd_kernel::DetLossBwdKernel::<WgpuRuntime>::new(
-                settings(det_loss::UNITS),
-                c.clone(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                (),
-                (),
-                (),
-                (),
-                (),
-                (),
-                (),
-                (),
-                (),
-                [f32_ty, i32_ty, i32_ty],
-            )
-            .define(),
-        ),
-        (
             "topk_small_k10_f32",
             topk::topk_small_kernel::TopkSmallKernel::<WgpuRuntime>::new(
                 settings(topk::SMALL_UNITS),
@@ -764,7 +506,9 @@ pub fn kernels() -> Vec<(&'static str, KernelDefinition)> {
             )
             .define(),
         ),
-    ]
+    ];
+    defs.extend(loss::kernels());
+    defs
 }
 
 /// Compiled sources of every kernel in [`kernels`].
@@ -772,6 +516,7 @@ pub fn all_sources() -> Vec<KernelSource> {
     kernels().into_iter().map(|(name, def)| sources(name, def)).collect()
 }
 
+mod loss;
 #[cfg(feature = "cuda")]
 mod tensor_core;
 #[cfg(feature = "cuda")]

@@ -4,9 +4,9 @@
 use burn::tensor::{DType, IntDType, Shape};
 use burn_cubecl::{tensor::CubeTensor, BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement};
 
+use super::fused::{fused_fits, launch_tal_assign_fused};
 use super::kernels::{
-    fused_fits, launch_tal_assign_fused, launch_tal_gt_stats, launch_tal_metrics, launch_tal_metrics_raw,
-    launch_tal_resolve, launch_tal_targets,
+    launch_tal_gt_stats, launch_tal_metrics, launch_tal_metrics_raw, launch_tal_resolve, launch_tal_targets,
 };
 use super::{check_shapes, reference_assign, TalBackend, TalConfig};
 use crate::cube_util::{empty, f32_rows, tight_as};
@@ -160,8 +160,8 @@ fn assign_inner<R: CubeRuntime>(
 
 /// Launch-level entry points with caller-provided outputs (the tests poison them).
 pub mod raw {
+    pub use super::super::fused::{fused_fits, launch_tal_assign_fused};
     pub use super::super::kernels::{
-        fused_fits, launch_tal_assign_fused, launch_tal_gt_stats, launch_tal_metrics, launch_tal_metrics_raw,
-        launch_tal_resolve, launch_tal_targets,
+        launch_tal_gt_stats, launch_tal_metrics, launch_tal_metrics_raw, launch_tal_resolve, launch_tal_targets,
     };
 }

@@ -15,6 +15,7 @@
 
 mod autodiff;
 pub mod cube;
+pub mod fused;
 mod fusion;
 pub mod kernels;
 mod reference;
