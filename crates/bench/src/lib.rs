@@ -28,9 +28,11 @@ pub fn tflops(flops: f64, us: f64) -> f64 {
 
 /// The loss benchmarks' inputs: fixed pseudo-random ground truth and raw head outputs.
 pub mod loss_inputs {
+    use burn::backend::Autodiff;
     use burn::prelude::*;
     use burn::tensor::{Distribution, TensorData};
     use yolo26_model::nn::head::HeadOutput;
+    use yolo26_model::postprocess::Anchors;
     use yolo26_train::GtBoxes;
 
     /// xorshift64*: deterministic host values for the ground truth.
@@ -68,5 +70,30 @@ pub mod loss_inputs {
             boxes: Tensor::random([b, 4, a], Distribution::Uniform(0.0, 6.0), dev),
             scores: Tensor::random([b, nc, a], Distribution::Normal(-4.0, 2.0), dev),
         }
+    }
+
+    /// The same inputs on `Autodiff<B>`: anchors and ground truth as constants, the two heads as leaves that
+    /// require a gradient.
+    pub fn autodiff_inputs<B: Backend>(
+        anchors: &Anchors<B>,
+        gt: &GtBoxes<B>,
+        heads: [&HeadOutput<B>; 2],
+    ) -> (Anchors<Autodiff<B>>, GtBoxes<Autodiff<B>>, [HeadOutput<Autodiff<B>>; 2]) {
+        let anchors = Anchors {
+            points: Tensor::from_inner(anchors.points.clone()),
+            strides: Tensor::from_inner(anchors.strides.clone()),
+            grid: Tensor::from_inner(anchors.grid.clone()),
+            feat_shapes: anchors.feat_shapes.clone(),
+        };
+        let gt = GtBoxes {
+            bboxes: Tensor::from_inner(gt.bboxes.clone()),
+            labels: Tensor::from_inner(gt.labels.clone()),
+            mask: Tensor::from_inner(gt.mask.clone()),
+        };
+        let leaf = |h: &HeadOutput<B>| HeadOutput {
+            boxes: Tensor::from_inner(h.boxes.clone()).require_grad(),
+            scores: Tensor::from_inner(h.scores.clone()).require_grad(),
+        };
+        (anchors, gt, heads.map(leaf))
     }
 }

@@ -14,7 +14,7 @@ use burn::prelude::*;
 use burn::tensor::Distribution;
 use clap::Parser;
 use kernels_cubecl::decode::{detect_decode, BoxFormat};
-use yolo26_bench::loss_inputs::{ground_truth, head};
+use yolo26_bench::loss_inputs::{autodiff_inputs, ground_truth, head};
 use yolo26_bench::median_us;
 use yolo26_model::nn::head::HeadOutput;
 use yolo26_model::postprocess::Anchors;
@@ -140,23 +140,7 @@ where
             budget,
         );
 
-        type A<B> = Autodiff<B>;
-        let anchors_ad = Anchors::<A<B>> {
-            points: Tensor::from_inner(anchors.points.clone()),
-            strides: Tensor::from_inner(anchors.strides.clone()),
-            grid: Tensor::from_inner(anchors.grid.clone()),
-            feat_shapes: anchors.feat_shapes.clone(),
-        };
-        let gt_ad = GtBoxes::<A<B>> {
-            bboxes: Tensor::from_inner(gt.bboxes.clone()),
-            labels: Tensor::from_inner(gt.labels.clone()),
-            mask: Tensor::from_inner(gt.mask.clone()),
-        };
-        let leaf = |h: &HeadOutput<B>| HeadOutput::<A<B>> {
-            boxes: Tensor::from_inner(h.boxes.clone()).require_grad(),
-            scores: Tensor::from_inner(h.scores.clone()).require_grad(),
-        };
-        let (o2m_ad, o2o_ad) = (leaf(&o2m), leaf(&o2o));
+        let (anchors_ad, gt_ad, [o2m_ad, o2o_ad]) = autodiff_inputs(&anchors, &gt, [&o2m, &o2o]);
         let fwd_bwd = median_us(
             || {
                 let out = loss.forward(&o2m_ad, &o2o_ad, &anchors_ad, &gt_ad);

@@ -22,7 +22,7 @@ mod cuda {
     use kernels_cubecl::decode::cube::raw::launch_decode_forward;
     use kernels_cubecl::decode::BoxFormat;
     use kernels_cubecl::tal::cube::assign;
-    use yolo26_bench::loss_inputs::{ground_truth, head};
+    use yolo26_bench::loss_inputs::{autodiff_inputs, ground_truth, head};
     use yolo26_bench::median_us;
     use yolo26_model::nn::head::HeadOutput;
     use yolo26_model::postprocess::Anchors;
@@ -98,23 +98,7 @@ mod cuda {
             },
             sync,
         );
-        type A<B> = Autodiff<B>;
-        let anchors_ad = Anchors::<A<B>> {
-            points: Tensor::from_inner(anchors.points.clone()),
-            strides: Tensor::from_inner(anchors.strides.clone()),
-            grid: Tensor::from_inner(anchors.grid.clone()),
-            feat_shapes: anchors.feat_shapes.clone(),
-        };
-        let gt_ad = GtBoxes::<A<B>> {
-            bboxes: Tensor::from_inner(gt.bboxes.clone()),
-            labels: Tensor::from_inner(gt.labels.clone()),
-            mask: Tensor::from_inner(gt.mask.clone()),
-        };
-        let leaf = |h: &HeadOutput<B>| HeadOutput::<A<B>> {
-            boxes: Tensor::from_inner(h.boxes.clone()).require_grad(),
-            scores: Tensor::from_inner(h.scores.clone()).require_grad(),
-        };
-        let (o2m_ad, o2o_ad) = (leaf(&o2m), leaf(&o2o));
+        let (anchors_ad, gt_ad, [o2m_ad, o2o_ad]) = autodiff_inputs(&anchors, &gt, [&o2m, &o2o]);
         st.time(
             &format!("{label}: E2ELoss forward under Autodiff"),
             "",

@@ -55,6 +55,69 @@ pub(crate) fn sigmoid(x: f32) -> f32 {
     sig
 }
 
+/// `Σ_c bce(x_c, 0)` over the `C` class rows of one anchor (`logits[base + c·s1]`), four independent loads
+/// per step. Shared by this forward and the detection-loss anchor pass.
+#[cube]
+#[allow(clippy::assign_op_pattern)]
+pub(crate) fn class_bce_zero_sum<F: Float>(logits: &Tensor<F>, base: usize, s1: usize, nc: usize) -> f32 {
+    let mut acc = f32::new(0.0);
+    let c4 = nc - nc % 4;
+    let mut c = 0usize;
+    while c < c4 {
+        let x0 = f32::cast_from(logits[base + c * s1]);
+        let x1 = f32::cast_from(logits[base + (c + 1) * s1]);
+        let x2 = f32::cast_from(logits[base + (c + 2) * s1]);
+        let x3 = f32::cast_from(logits[base + (c + 3) * s1]);
+        acc = acc + ((bce_zero(x0) + bce_zero(x1)) + (bce_zero(x2) + bce_zero(x3)));
+        c += 4;
+    }
+    while c < nc {
+        acc = acc + bce_zero(f32::cast_from(logits[base + c * s1]));
+        c += 1;
+    }
+    acc
+}
+
+/// Writes `g·σ(x_c)` for the `C` classes of one anchor (`d_logits[out + c·na]`), then `g·(σ(x_y) − w)` at a
+/// label `y ∈ [0, C)`. Shared by this backward and the detection-loss anchor pass.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn write_class_grads<F: Float>(
+    logits: &Tensor<F>,
+    d_logits: &mut Tensor<F>,
+    base: usize,
+    s1: usize,
+    out: usize,
+    na: usize,
+    nc: usize,
+    label: i32,
+    w: f32,
+    g: f32,
+) {
+    let c4 = nc - nc % 4;
+    let mut c = 0usize;
+    while c < c4 {
+        let x0 = f32::cast_from(logits[base + c * s1]);
+        let x1 = f32::cast_from(logits[base + (c + 1) * s1]);
+        let x2 = f32::cast_from(logits[base + (c + 2) * s1]);
+        let x3 = f32::cast_from(logits[base + (c + 3) * s1]);
+        d_logits[out + c * na] = F::cast_from(g * sigmoid(x0));
+        d_logits[out + (c + 1) * na] = F::cast_from(g * sigmoid(x1));
+        d_logits[out + (c + 2) * na] = F::cast_from(g * sigmoid(x2));
+        d_logits[out + (c + 3) * na] = F::cast_from(g * sigmoid(x3));
+        c += 4;
+    }
+    while c < nc {
+        d_logits[out + c * na] = F::cast_from(g * sigmoid(f32::cast_from(logits[base + c * s1])));
+        c += 1;
+    }
+    if label >= 0 && label < nc as i32 {
+        let lb = label as usize;
+        let x = f32::cast_from(logits[base + lb * s1]);
+        d_logits[out + lb * na] = F::cast_from(g * (sigmoid(x) - w));
+    }
+}
+
 /// `logits [B, C, A]` (strided), `labels`, `scores [B, A]` → `partial [B, chunks]` (f32 sums).
 #[cube(launch_unchecked, fast_math = FastMath::ReducedPrecision | FastMath::NotNaN | FastMath::NotInf)]
 #[allow(clippy::too_many_arguments, clippy::assign_op_pattern)]
@@ -77,20 +140,7 @@ pub fn bce_onehot_fwd_kernel<F: Float, I: Int>(
     if a < na {
         let s1 = logits.stride(1);
         let base = b * logits.stride(0) + a * logits.stride(2);
-        let c4 = nc - nc % 4;
-        let mut c = 0usize;
-        while c < c4 {
-            let x0 = f32::cast_from(logits[base + c * s1]);
-            let x1 = f32::cast_from(logits[base + (c + 1) * s1]);
-            let x2 = f32::cast_from(logits[base + (c + 2) * s1]);
-            let x3 = f32::cast_from(logits[base + (c + 3) * s1]);
-            acc = acc + ((bce_zero(x0) + bce_zero(x1)) + (bce_zero(x2) + bce_zero(x3)));
-            c += 4;
-        }
-        while c < nc {
-            acc = acc + bce_zero(f32::cast_from(logits[base + c * s1]));
-            c += 1;
-        }
+        acc = class_bce_zero_sum::<F>(logits, base, s1, nc);
         let label = i32::cast_from(labels[b * na + a]);
         if label >= 0 && label < nc as i32 {
             let x = f32::cast_from(logits[base + label as usize * s1]);
@@ -142,29 +192,9 @@ pub fn bce_onehot_bwd_kernel<F: Float, I: Int>(
         let base = b * logits.stride(0) + a * logits.stride(2);
         let out = b * nc * na + a;
         let g = f32::cast_from(d_total[0]);
-        let c4 = nc - nc % 4;
-        let mut c = 0usize;
-        while c < c4 {
-            let x0 = f32::cast_from(logits[base + c * s1]);
-            let x1 = f32::cast_from(logits[base + (c + 1) * s1]);
-            let x2 = f32::cast_from(logits[base + (c + 2) * s1]);
-            let x3 = f32::cast_from(logits[base + (c + 3) * s1]);
-            d_logits[out + c * na] = F::cast_from(g * sigmoid(x0));
-            d_logits[out + (c + 1) * na] = F::cast_from(g * sigmoid(x1));
-            d_logits[out + (c + 2) * na] = F::cast_from(g * sigmoid(x2));
-            d_logits[out + (c + 3) * na] = F::cast_from(g * sigmoid(x3));
-            c += 4;
-        }
-        while c < nc {
-            d_logits[out + c * na] = F::cast_from(g * sigmoid(f32::cast_from(logits[base + c * s1])));
-            c += 1;
-        }
         let label = i32::cast_from(labels[b * na + a]);
-        if label >= 0 && label < nc as i32 {
-            let l = label as usize;
-            let x = f32::cast_from(logits[base + l * s1]);
-            d_logits[out + l * na] = F::cast_from(g * (sigmoid(x) - f32::cast_from(scores[b * na + a])));
-        }
+        let w = f32::cast_from(scores[b * na + a]);
+        write_class_grads::<F>(logits, d_logits, base, s1, out, na, nc, label, w, g);
     }
 }
 

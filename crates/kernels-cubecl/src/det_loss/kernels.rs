@@ -16,7 +16,7 @@ use burn_cubecl::{tensor::CubeTensor, CubeRuntime};
 use cubecl::ir::FastMath;
 
 use crate::bbox_loss::kernels::{anchor_inputs, l1_term};
-use crate::bce_onehot::kernels::{bce_zero, sigmoid};
+use crate::bce_onehot::kernels::{class_bce_zero_sum, write_class_grads};
 use crate::ciou::kernels::{backward::ciou_grads, forward::ciou_parts};
 
 /// Units per cube (one anchor each).
@@ -58,20 +58,7 @@ pub fn det_loss_fwd_kernel<F: Float, I: Int, L: Int>(
         // one-hot BCE: Σ_c bce(x, 0) − x_label·w
         let s1 = logits.stride(1);
         let base = b * logits.stride(0) + a * logits.stride(2);
-        let c4 = nc - nc % 4;
-        let mut c = 0usize;
-        while c < c4 {
-            let x0 = f32::cast_from(logits[base + c * s1]);
-            let x1 = f32::cast_from(logits[base + (c + 1) * s1]);
-            let x2 = f32::cast_from(logits[base + (c + 2) * s1]);
-            let x3 = f32::cast_from(logits[base + (c + 3) * s1]);
-            cls_sum = cls_sum + ((bce_zero(x0) + bce_zero(x1)) + (bce_zero(x2) + bce_zero(x3)));
-            c += 4;
-        }
-        while c < nc {
-            cls_sum = cls_sum + bce_zero(f32::cast_from(logits[base + c * s1]));
-            c += 1;
-        }
+        cls_sum = class_bce_zero_sum::<F>(logits, base, s1, nc);
         let w = f32::cast_from(score[b * na + a]);
         let label = i32::cast_from(labels[b * na + a]);
         if label >= 0 && label < nc as i32 {
@@ -196,29 +183,8 @@ pub fn det_loss_bwd_kernel<F: Float, I: Int, L: Int>(
         let s1 = logits.stride(1);
         let base = b * logits.stride(0) + a * logits.stride(2);
         let out = b * nc * na + a;
-        let c4 = nc - nc % 4;
-        let mut c = 0usize;
-        while c < c4 {
-            let x0 = f32::cast_from(logits[base + c * s1]);
-            let x1 = f32::cast_from(logits[base + (c + 1) * s1]);
-            let x2 = f32::cast_from(logits[base + (c + 2) * s1]);
-            let x3 = f32::cast_from(logits[base + (c + 3) * s1]);
-            d_logits[out + c * na] = F::cast_from(g * sigmoid(x0));
-            d_logits[out + (c + 1) * na] = F::cast_from(g * sigmoid(x1));
-            d_logits[out + (c + 2) * na] = F::cast_from(g * sigmoid(x2));
-            d_logits[out + (c + 3) * na] = F::cast_from(g * sigmoid(x3));
-            c += 4;
-        }
-        while c < nc {
-            d_logits[out + c * na] = F::cast_from(g * sigmoid(f32::cast_from(logits[base + c * s1])));
-            c += 1;
-        }
         let label = i32::cast_from(labels[b * na + a]);
-        if label >= 0 && label < nc as i32 {
-            let lb = label as usize;
-            let x = f32::cast_from(logits[base + lb * s1]);
-            d_logits[out + lb * na] = F::cast_from(g * (sigmoid(x) - w));
-        }
+        write_class_grads::<F>(logits, d_logits, base, s1, out, na, nc, label, w, g);
     }
 }
 
