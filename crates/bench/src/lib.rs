@@ -72,13 +72,16 @@ pub mod loss_inputs {
         }
     }
 
+    /// [`autodiff_inputs`]' result: anchors, ground truth and the two heads on `Autodiff<B>`.
+    pub type AutodiffInputs<B> = (Anchors<Autodiff<B>>, GtBoxes<Autodiff<B>>, [HeadOutput<Autodiff<B>>; 2]);
+
     /// The same inputs on `Autodiff<B>`: anchors and ground truth as constants, the two heads as leaves that
     /// require a gradient.
     pub fn autodiff_inputs<B: Backend>(
         anchors: &Anchors<B>,
         gt: &GtBoxes<B>,
         heads: [&HeadOutput<B>; 2],
-    ) -> (Anchors<Autodiff<B>>, GtBoxes<Autodiff<B>>, [HeadOutput<Autodiff<B>>; 2]) {
+    ) -> AutodiffInputs<B> {
         let anchors = Anchors {
             points: Tensor::from_inner(anchors.points.clone()),
             strides: Tensor::from_inner(anchors.strides.clone()),

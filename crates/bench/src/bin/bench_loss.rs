@@ -16,9 +16,8 @@ use clap::Parser;
 use kernels_cubecl::decode::{detect_decode, BoxFormat};
 use yolo26_bench::loss_inputs::{autodiff_inputs, ground_truth, head};
 use yolo26_bench::median_us;
-use yolo26_model::nn::head::HeadOutput;
 use yolo26_model::postprocess::Anchors;
-use yolo26_train::{E2ELoss, GtBoxes, LossGains, TrainBackend};
+use yolo26_train::{E2ELoss, LossGains, TrainBackend};
 
 #[derive(Parser)]
 struct Args {

@@ -24,10 +24,9 @@ mod cuda {
     use kernels_cubecl::tal::cube::assign;
     use yolo26_bench::loss_inputs::{autodiff_inputs, ground_truth, head};
     use yolo26_bench::median_us;
-    use yolo26_model::nn::head::HeadOutput;
     use yolo26_model::postprocess::Anchors;
     use yolo26_train::branch_loss::{branch_loss, BranchConfig};
-    use yolo26_train::{E2ELoss, GtBoxes, LossGains, TrainBackend};
+    use yolo26_train::{E2ELoss, LossGains, TrainBackend};
 
     type Cube = CubeBackend<CudaRuntime, f32, i32, u8>;
 
