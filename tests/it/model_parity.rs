@@ -138,7 +138,7 @@ fn parity_on_flex(scale: Scale) {
 
     // NMS at two confidence thresholds
     for (key, conf) in [("nms_c25", 0.25f32), ("nms_c05", 0.05)] {
-        let ours = non_max_suppression(dec.clone(), NmsConfig { conf, iou: 0.7, max_det: 300, agnostic: false })
+        let ours = non_max_suppression(dec.clone(), NmsConfig::predict(conf, 0.7, 300))
             .remove(0)
             .into_iter()
             .map(|d| [d.xyxy[0], d.xyxy[1], d.xyxy[2], d.xyxy[3], d.score, d.class_id as f32])

@@ -1,6 +1,7 @@
 //! `yolo26`: YOLO26 inference and tooling on CPU (Flex), wgpu or CUDA.
 
 mod backend;
+mod eval;
 mod info;
 mod predict;
 
@@ -19,6 +20,8 @@ struct Cli {
 enum Cmd {
     /// Detect objects in an image or a directory of images.
     Predict(predict::PredictArgs),
+    /// COCO bbox evaluation of a detections JSON against COCO instances (equal to pycocotools' COCOeval).
+    Eval(eval::EvalArgs),
     /// Print the layer table, parameter count and GFLOPs of a model scale.
     Info(info::InfoArgs),
     /// Convert a weight file (ultralytics .pt or safetensors) to safetensors with ultralytics names.
@@ -40,6 +43,7 @@ fn main() {
     let result = match cli.cmd {
         Cmd::Predict(a) => predict::run(a),
         Cmd::Info(a) => info::run(a),
+        Cmd::Eval(a) => eval::run(a),
         Cmd::Convert { weights, out, half } => convert(&weights, &out, half),
     };
     if let Err(e) = result {

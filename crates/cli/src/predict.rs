@@ -107,6 +107,7 @@ impl Job for PredictArgs {
             mode: if self.nms { DecodeMode::Nms } else { DecodeMode::EndToEnd },
             half: self.half,
             nc: self.nc,
+            multi_label: false,
         };
         let det = Detector::<B>::new(self.model, &self.weights, names, opts, &device).map_err(|e| e.to_string())?;
         std::fs::create_dir_all(&self.out).map_err(|e| format!("{}: {e}", self.out.display()))?;
@@ -122,9 +123,9 @@ impl Job for PredictArgs {
         let mut results = Vec::new();
         for path in &sources {
             bar.set_message(path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default());
-            let img = image::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let img = yolo26_imageio::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
             let dets = det.detect_batch(std::slice::from_ref(&img)).remove(0);
-            let mut rgb = img.to_rgb8();
+            let mut rgb = img.clone();
             annotate(&mut rgb, &dets);
             let out_img = self.out.join(path.file_name().expect("file name"));
             rgb.save(&out_img).map_err(|e| format!("{}: {e}", out_img.display()))?;

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 
 use burn::prelude::*;
 use burn::tensor::{DType, TensorData};
-use image::DynamicImage;
+use image::RgbImage;
 
 use crate::backend::YoloBackend;
 use crate::config::{Scale, Yolo26Config};
@@ -43,6 +43,9 @@ pub struct DetectorOptions {
     pub half: bool,
     /// Number of classes; `None` = read it from the weights.
     pub nc: Option<usize>,
+    /// NMS mode only: every class above `conf` per anchor (ultralytics' validator, `multi_label=True`), not only
+    /// the best one (predict).
+    pub multi_label: bool,
 }
 
 impl Default for DetectorOptions {
@@ -55,6 +58,7 @@ impl Default for DetectorOptions {
             mode: DecodeMode::EndToEnd,
             half: false,
             nc: None,
+            multi_label: false,
         }
     }
 }
@@ -77,7 +81,7 @@ pub enum DetectorError {
     #[error("{0}")]
     Config(String),
     #[error("cannot decode image: {0}")]
-    Image(#[from] image::ImageError),
+    Image(#[from] yolo26_imageio::DecodeError),
 }
 
 /// Number of classes of an ultralytics YOLO26 state_dict (from the first one-to-many class conv's bias).
@@ -185,19 +189,19 @@ impl<B: YoloBackend> Detector<B> {
         &self.model
     }
 
-    /// Detects objects in an encoded image (JPEG, PNG, ...).
+    /// Detects objects in an encoded image (JPEG, PNG, ...), decoded as ultralytics decodes it
+    /// ([`yolo26_imageio::decode`]: OpenCV's `imdecode`, EXIF orientation applied).
     pub fn detect(&self, image_bytes: &[u8]) -> Result<Vec<Detection>, DetectorError> {
-        let img = image::load_from_memory(image_bytes)?;
+        let img = yolo26_imageio::decode(image_bytes)?;
         Ok(self.detect_batch(std::slice::from_ref(&img)).into_iter().next().unwrap_or_default())
     }
 
     /// Detects objects in a batch of images; one list per image, boxes in that image's pixels.
-    pub fn detect_batch(&self, images: &[DynamicImage]) -> Vec<Vec<Detection>> {
+    pub fn detect_batch(&self, images: &[RgbImage]) -> Vec<Vec<Detection>> {
         if images.is_empty() {
             return Vec::new();
         }
-        let rgb: Vec<image::RgbImage> = images.iter().map(|i| i.to_rgb8()).collect();
-        let (input, infos) = self.letterbox(&rgb);
+        let (input, infos) = self.letterbox(images);
         let raw = self.infer(input);
         raw.into_iter()
             .zip(infos)
@@ -216,8 +220,8 @@ impl<B: YoloBackend> Detector<B> {
 
     /// Letterboxes a batch to one network input shape (minimal stride-aligned padding when all images share a
     /// size, square `imgsz` otherwise, as ultralytics' predictor does).
-    fn letterbox(&self, imgs: &[image::RgbImage]) -> (Tensor<B, 4>, Vec<LetterboxInfo>) {
-        let refs: Vec<&image::RgbImage> = imgs.iter().collect();
+    fn letterbox(&self, imgs: &[RgbImage]) -> (Tensor<B, 4>, Vec<LetterboxInfo>) {
+        let refs: Vec<&RgbImage> = imgs.iter().collect();
         let batch = letterbox_batch(&refs, self.opts.imgsz);
         let x = Tensor::<B, 4>::from_data(TensorData::new(batch.data, batch.shape), &self.device);
         (x, batch.infos)
@@ -257,7 +261,7 @@ impl<B: YoloBackend> Detector<B> {
                 let pred = decode_one2many(&head, &anchors);
                 non_max_suppression(
                     pred,
-                    NmsConfig { conf: self.opts.conf, iou: self.opts.iou, max_det: self.opts.max_det, agnostic: false },
+                    NmsConfig { multi_label: self.opts.multi_label, ..NmsConfig::predict(self.opts.conf, self.opts.iou, self.opts.max_det) },
                 )
             }
         }

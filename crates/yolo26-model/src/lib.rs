@@ -16,7 +16,8 @@ pub mod detector;
 pub mod fuse;
 pub mod names;
 pub mod postprocess;
-pub mod preprocess;
+/// Letterbox and OpenCV-exact resizing (they live in `yolo26-imageio`, shared with the data pipeline).
+pub use yolo26_imageio::preprocess;
 
 pub use detector::{DecodeMode, Detection, Detector, DetectorOptions};
 pub mod info;

@@ -122,7 +122,8 @@ pub fn end2end_to_host<B: Backend>(rows: Tensor<B, 3>, conf: f32) -> Vec<Vec<Raw
         .collect()
 }
 
-/// Options of [`non_max_suppression`] (ultralytics defaults for predict: conf 0.25, IoU 0.7, max_det 300).
+/// Options of [`non_max_suppression`] (ultralytics defaults for predict: conf 0.25, IoU 0.7, max_det 300,
+/// single label; its validator uses conf 0.001 and `multi_label=True`).
 #[derive(Debug, Clone, Copy)]
 pub struct NmsConfig {
     pub conf: f32,
@@ -130,25 +131,63 @@ pub struct NmsConfig {
     pub max_det: usize,
     /// Class-agnostic suppression (`agnostic_nms`).
     pub agnostic: bool,
+    /// One candidate per (anchor, class) whose score is above `conf` (ultralytics `multi_label=True`, what
+    /// `DetectionValidator.postprocess` passes; it has no effect with one class); otherwise the best class only.
+    pub multi_label: bool,
 }
 
-/// ultralytics `non_max_suppression` for one-to-many output `[B, 4 + nc, A]` (xywh pixels + scores): best class per
-/// anchor, `score > conf`, at most 30000 candidates by score, class-aware NMS (class offset 7680 px), `max_det`.
+impl NmsConfig {
+    /// ultralytics predict's NMS: best class per anchor, class-aware.
+    pub fn predict(conf: f32, iou: f32, max_det: usize) -> Self {
+        Self { conf, iou, max_det, agnostic: false, multi_label: false }
+    }
+}
+
+/// ultralytics `utils.nms.non_max_suppression` for one-to-many output `[B, 4 + nc, A]` (xywh pixels + scores): the
+/// candidates (best class per anchor, or every class above `conf` with `multi_label`) with `score > conf`, at most
+/// 30000 by score, class-aware NMS (class offset 7680 px; burn-vision's NMS in place of torchvision's), `max_det`.
+/// Candidates are ordered as ultralytics builds them (anchor-major, then class) before the stable score sort.
 pub fn non_max_suppression<B: Backend>(pred: Tensor<B, 3>, cfg: NmsConfig) -> Vec<Vec<RawDetection>> {
     const MAX_WH: f32 = 7680.0;
     const MAX_NMS: usize = 30000;
     let [b, no, a] = pred.dims();
     let nc = no - 4;
-    let boxes = pred.clone().narrow(1, 0, 4);
-    let (conf, cls) = pred.narrow(1, 4, nc).max_dim_with_indices(1); // [B, 1, A]
-    let boxes = boxes.cast(burn::tensor::DType::F32).into_data().convert::<f32>().to_vec::<f32>().expect("f32");
-    let conf = conf.cast(burn::tensor::DType::F32).into_data().convert::<f32>().to_vec::<f32>().expect("f32");
-    let cls = cls.into_data().convert::<i64>().to_vec::<i64>().expect("i64");
+    let multi = cfg.multi_label && nc > 1;
+    let to_f32 = |t: Tensor<B, 3>| t.cast(burn::tensor::DType::F32).into_data().convert::<f32>().to_vec::<f32>();
+    let boxes = to_f32(pred.clone().narrow(1, 0, 4)).expect("f32");
+    let scores = pred.narrow(1, 4, nc);
+    // Multi-label reads every score; single-label only the per-anchor maximum (on the device: 1/nc of the bytes).
+    let (scores_all, best) = if multi {
+        (to_f32(scores).expect("f32"), None)
+    } else {
+        let (conf, cls) = scores.max_dim_with_indices(1); // [B, 1, A]
+        (Vec::new(), Some((to_f32(conf).expect("f32"), cls.into_data().convert::<i64>().to_vec::<i64>().expect("i64"))))
+    };
     let host = burn::backend::flex::FlexDevice;
     (0..b)
         .map(|i| {
-            let mut cand: Vec<usize> = (0..a).filter(|&j| conf[i * a + j] > cfg.conf).collect();
-            cand.sort_by(|&x, &y| conf[i * a + y].total_cmp(&conf[i * a + x]));
+            // (anchor, class, score) candidates in ultralytics' order (anchor-major, then class).
+            let mut cand: Vec<(usize, usize, f32)> = Vec::new();
+            match &best {
+                None => {
+                    for j in 0..a {
+                        for c in 0..nc {
+                            let s = scores_all[(i * nc + c) * a + j];
+                            if s > cfg.conf {
+                                cand.push((j, c, s));
+                            }
+                        }
+                    }
+                }
+                Some((conf, cls)) => {
+                    cand.extend(
+                        (0..a)
+                            .filter(|&j| conf[i * a + j] > cfg.conf)
+                            .map(|j| (j, cls[i * a + j] as usize, conf[i * a + j])),
+                    );
+                }
+            }
+            cand.sort_by(|x, y| y.2.total_cmp(&x.2));
             cand.truncate(MAX_NMS);
             if cand.is_empty() {
                 return Vec::new();
@@ -156,14 +195,14 @@ pub fn non_max_suppression<B: Backend>(pred: Tensor<B, 3>, cfg: NmsConfig) -> Ve
             let mut xyxy = Vec::with_capacity(cand.len());
             let mut shifted = Vec::with_capacity(cand.len() * 4);
             let mut scores = Vec::with_capacity(cand.len());
-            for &j in &cand {
-                let g = |c: usize| boxes[(i * 4 + c) * a + j];
+            for &(j, c, s) in &cand {
+                let g = |k: usize| boxes[(i * 4 + k) * a + j];
                 let (cx, cy, w, h) = (g(0), g(1), g(2), g(3));
                 let bx = [cx - w / 2.0, cy - h / 2.0, cx + w / 2.0, cy + h / 2.0];
-                let off = if cfg.agnostic { 0.0 } else { cls[i * a + j] as f32 * MAX_WH };
+                let off = if cfg.agnostic { 0.0 } else { c as f32 * MAX_WH };
                 shifted.extend(bx.iter().map(|v| v + off));
                 xyxy.push(bx);
-                scores.push(conf[i * a + j]);
+                scores.push(s);
             }
             let n = cand.len();
             let bt = Tensor::<Flex, 2>::from_data(TensorData::new(shifted, [n, 4]), &host);
@@ -174,7 +213,7 @@ pub fn non_max_suppression<B: Backend>(pred: Tensor<B, 3>, cfg: NmsConfig) -> Ve
             keep.into_iter()
                 .map(|k| {
                     let k = k as usize;
-                    RawDetection { xyxy: xyxy[k], score: scores[k], class_id: cls[i * a + cand[k]] as usize }
+                    RawDetection { xyxy: xyxy[k], score: scores[k], class_id: cand[k].1 }
                 })
                 .collect()
         })
