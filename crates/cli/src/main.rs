@@ -4,6 +4,8 @@ mod backend;
 mod eval;
 mod info;
 mod predict;
+mod synth;
+mod val;
 
 use std::path::PathBuf;
 
@@ -22,6 +24,10 @@ enum Cmd {
     Predict(predict::PredictArgs),
     /// COCO bbox evaluation of a detections JSON against COCO instances (equal to pycocotools' COCOeval).
     Eval(eval::EvalArgs),
+    /// Validate a model on a dataset split: P, R, mAP50, mAP50-95 as ultralytics' validator computes them.
+    Val(val::ValArgs),
+    /// Write the built-in synthetic dataset in the ultralytics layout (data.yaml, images/, labels/, val_coco.json).
+    Synth(synth::SynthArgs),
     /// Print the layer table, parameter count and GFLOPs of a model scale.
     Info(info::InfoArgs),
     /// Convert a weight file (ultralytics .pt or safetensors) to safetensors with ultralytics names.
@@ -44,6 +50,8 @@ fn main() {
         Cmd::Predict(a) => predict::run(a),
         Cmd::Info(a) => info::run(a),
         Cmd::Eval(a) => eval::run(a),
+        Cmd::Val(a) => val::run(a),
+        Cmd::Synth(a) => synth::run(a),
         Cmd::Convert { weights, out, half } => convert(&weights, &out, half),
     };
     if let Err(e) = result {

@@ -253,16 +253,10 @@ pub fn to_chw_f32(img: &RgbImage) -> Vec<f32> {
     out
 }
 
-/// Decode an image file to RGB8 with its EXIF orientation applied, like ultralytics' `imread`
-/// (`cv2.imdecode(..., cv2.IMREAD_COLOR)`, which returns the same pixels in BGR order). Lossless formats (PNG) give
-/// identical pixels; JPEG decoders (here `zune-jpeg`, libjpeg-turbo in OpenCV) may differ by a few levels.
-pub fn load_rgb(path: impl AsRef<std::path::Path>) -> Result<RgbImage, image::ImageError> {
-    use image::ImageDecoder;
-    let mut decoder = image::ImageReader::open(path)?.with_guessed_format()?.into_decoder()?;
-    let orientation = decoder.orientation()?;
-    let mut img = image::DynamicImage::from_decoder(decoder)?;
-    img.apply_orientation(orientation);
-    Ok(img.to_rgb8())
+/// Read an image file as ultralytics' `imread` does (`cv2.imdecode(..., cv2.IMREAD_COLOR)`), in RGB order:
+/// [`crate::read`].
+pub fn load_rgb(path: impl AsRef<std::path::Path>) -> Result<RgbImage, crate::DecodeError> {
+    crate::read(path)
 }
 
 /// One output coordinate of OpenCV's bilinear resize: source index, fractional part (f32, as OpenCV computes it).

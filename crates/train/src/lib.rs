@@ -1,10 +1,12 @@
 //! YOLO26 training. So far: the task-aligned assigner ([`assigner`]) and the detection losses ([`loss`]), built
 //! from the fused CubeCL ops of `kernels-cubecl` (box decode, assignment, box loss, one-hot BCE); one loss branch
-//! runs as a single op ([`branch_loss`]); on every backend and under Autodiff ([`TrainBackend`]).
+//! runs as a single op ([`branch_loss`]); on every backend and under Autodiff ([`TrainBackend`]); and validation
+//! with ultralytics' validator semantics ([`val`]).
 pub mod assigner;
 mod backend;
 pub mod branch_loss;
 pub mod loss;
+pub mod val;
 
 pub use assigner::{Assignment, GtBoxes, TaskAlignedAssigner};
 pub use backend::TrainBackend;

@@ -1,0 +1,42 @@
+//! `yolo26 synth`: the built-in synthetic dataset (`--data synthetic:N@SEED`) written in the ultralytics layout,
+//! so ultralytics trains and validates on the very same pixels (lossless PNG) and labels.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+#[derive(Args, Debug, Clone)]
+pub struct SynthArgs {
+    /// Output directory (created): data.yaml, images/{train,val}/, labels/{train,val}/, val_coco.json.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Training images.
+    #[arg(long, default_value_t = 1000)]
+    pub train: usize,
+    /// Validation images (default: train / 5, the split of `--data synthetic:N`).
+    #[arg(long)]
+    pub val: Option<usize>,
+    /// Seed (the SEED of synthetic:N@SEED).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+pub fn run(a: SynthArgs) -> Result<(), String> {
+    if a.train == 0 {
+        return Err("--train must be at least 1".into());
+    }
+    let val = a.val.unwrap_or((a.train / 5).max(1));
+    if val == 0 {
+        return Err("--val must be at least 1".into());
+    }
+    let t = std::time::Instant::now();
+    let yaml = yolo26_data::write_ultralytics(&a.out, a.train, val, a.seed).map_err(|e| e.to_string())?;
+    println!(
+        "wrote {} train + {val} val images to {} in {:.1} s; data: {}",
+        a.train,
+        a.out.display(),
+        t.elapsed().as_secs_f64(),
+        yaml.display()
+    );
+    Ok(())
+}

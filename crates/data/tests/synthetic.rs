@@ -1,0 +1,129 @@
+//! The synthetic dataset: tight boxes, occlusion rule, determinism, the ultralytics writer round trip.
+
+use yolo26_data::synthetic::{self, render, render_with_mask, SyntheticSpec, CLASS_NAMES, KEEP_FRACTION, MIN_VISIBLE};
+use yolo26_data::{DataSource, Split};
+
+#[test]
+fn boxes_are_tight_boxes_of_visible_pixels() {
+    let mut n_obj = 0;
+    let mut classes = [0usize; 8];
+    let (mut small, mut large) = (0, 0);
+    for i in 0..40 {
+        let r = render_with_mask(3, 0, i);
+        let (w, h) = (r.img.width() as usize, r.img.height() as usize);
+        assert!((256..=640).contains(&w) && (256..=640).contains(&h));
+        let owner = r.owner.as_ref().unwrap();
+        for (k, b) in r.boxes.iter().enumerate() {
+            let id = k as u16 + 1;
+            // recompute from the mask
+            let (mut x1, mut y1, mut x2, mut y2, mut cnt) = (usize::MAX, usize::MAX, 0, 0, 0);
+            for y in 0..h {
+                for x in 0..w {
+                    if owner[y * w + x] == id {
+                        x1 = x1.min(x);
+                        y1 = y1.min(y);
+                        x2 = x2.max(x + 1);
+                        y2 = y2.max(y + 1);
+                        cnt += 1;
+                    }
+                }
+            }
+            assert_eq!([x1, y1, x2, y2].map(|v| v as u32), *b, "image {i} object {k}");
+            assert_eq!(cnt, r.visible[k]);
+            assert!(cnt >= MIN_VISIBLE);
+            // the object's colour is on every box edge: each edge row/column has an owned pixel
+            assert!((x1..x2).any(|x| owner[y1 * w + x] == id) && (x1..x2).any(|x| owner[(y2 - 1) * w + x] == id));
+            let bw = (b[2] - b[0]).max(b[3] - b[1]);
+            small += (bw < 24) as usize;
+            large += (bw as f32 > 0.4 * w.min(h) as f32) as usize;
+            classes[r.cls[k] as usize] += 1;
+            n_obj += 1;
+        }
+    }
+    assert!(n_obj > 150, "{n_obj} objects");
+    assert!(classes.iter().all(|&c| c > 5), "all classes appear: {classes:?}");
+    assert!(small > 5 && large > 5, "sizes vary: {small} small, {large} large");
+    const { assert!(KEEP_FRACTION >= 0.5) };
+}
+
+#[test]
+fn deterministic_per_seed_and_split() {
+    let a = render(11, 0, 5);
+    let b = render(11, 0, 5);
+    assert_eq!(a.img, b.img);
+    assert_eq!(a.boxes, b.boxes);
+    assert_ne!(render(12, 0, 5).img, a.img);
+    assert_ne!(render(11, 1, 5).img, a.img);
+    assert_ne!(render(11, 0, 6).img, a.img);
+    // images are textured, not flat
+    let px: std::collections::HashSet<[u8; 3]> = a.img.pixels().map(|p| p.0).collect();
+    assert!(px.len() > 100);
+}
+
+#[test]
+fn spec_parsing() {
+    assert_eq!(SyntheticSpec::parse("synthetic").unwrap(), Some(SyntheticSpec { n: 1000, seed: 0 }));
+    assert_eq!(SyntheticSpec::parse("synthetic:2000").unwrap(), Some(SyntheticSpec { n: 2000, seed: 0 }));
+    assert_eq!(SyntheticSpec::parse("synthetic:500@7").unwrap(), Some(SyntheticSpec { n: 500, seed: 7 }));
+    assert_eq!(SyntheticSpec::parse("synthetic@9").unwrap(), Some(SyntheticSpec { n: 1000, seed: 9 }));
+    assert_eq!(SyntheticSpec::parse("synthetic.yaml").unwrap(), None);
+    assert_eq!(SyntheticSpec::parse("coco.yaml").unwrap(), None);
+    for bad in ["synthetic:", "synthetic:x", "synthetic:0", "synthetic:5@", "synthetic:5@-1"] {
+        let e = SyntheticSpec::parse(bad).unwrap_err().to_string();
+        assert!(e.contains(bad), "{e}");
+    }
+    assert_eq!(SyntheticSpec { n: 12, seed: 0 }.val_n(), 2);
+    assert_eq!(SyntheticSpec { n: 3, seed: 0 }.val_n(), 1);
+}
+
+#[test]
+fn written_dataset_parses_back_to_the_same_boxes() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = synthetic::write_ultralytics(dir.path(), 12, 2, 5).unwrap();
+    let src = DataSource::parse(yaml.to_str().unwrap(), None).unwrap();
+    let DataSource::Yaml(cfg) = &src else { panic!("yaml") };
+    assert_eq!(cfg.names, CLASS_NAMES);
+    let mem = DataSource::parse("synthetic:12@5", None).unwrap();
+    for split in [Split::Train, Split::Val] {
+        let files = src.open(split).unwrap();
+        let memory = mem.open(split).unwrap();
+        assert_eq!(files.len(), memory.len());
+        assert_eq!(files.summary.corrupt, 0);
+        for (i, (f, m)) in files.entries.iter().zip(&memory.entries).enumerate() {
+            assert_eq!(f.shape, m.shape);
+            assert_eq!(f.labels.cls, m.labels.cls);
+            for (a, b) in f.labels.boxes.iter().zip(&m.labels.boxes) {
+                for k in 0..4 {
+                    assert!((a[k] - b[k]).abs() <= 5.5e-7, "{split:?} {i}: {a:?} vs {b:?}");
+                }
+            }
+            // identical pixels through PNG
+            assert_eq!(files.load_image(i).unwrap(), memory.load_image(i).unwrap());
+        }
+    }
+    let coco: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("val_coco.json")).unwrap()).unwrap();
+    assert_eq!(coco["images"].as_array().unwrap().len(), 2);
+    assert_eq!(coco["categories"].as_array().unwrap().len(), 8);
+    // the COCO file read back through our COCO reader gives the same labels as the val split
+    let c = yolo26_data::Dataset::from_coco(&dir.path().join("val_coco.json"), &dir.path().join("images/val")).unwrap();
+    let v = mem.open(Split::Val).unwrap();
+    for (a, b) in c.entries.iter().zip(&v.entries) {
+        assert_eq!(a.labels.cls, b.labels.cls);
+        for (x, y) in a.labels.boxes.iter().zip(&b.labels.boxes) {
+            assert_eq!(x, y);
+        }
+    }
+    assert_eq!(c.coco.as_ref().unwrap().class_to_category, (1..=8).collect::<Vec<i64>>());
+}
+
+#[test]
+fn render_speed() {
+    use rayon::prelude::*;
+    let t = std::time::Instant::now();
+    let n = 64;
+    let objs: usize = (0..n).into_par_iter().map(|i| render(1, 0, i).boxes.len()).sum();
+    let dt = t.elapsed().as_secs_f64();
+    eprintln!("synthetic render: {:.0} images/s ({objs} objects)", n as f64 / dt);
+    assert!(objs > 0);
+}
