@@ -4,4 +4,5 @@ mod loss_parity;
 mod model_parity;
 mod model_shape;
 mod preprocess;
+mod val_parity;
 mod weights_io;

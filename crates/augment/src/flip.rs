@@ -8,11 +8,11 @@ pub fn flip_lr(s: &mut Sample) {
     let w = s.img.width() as usize;
     let stride = w * 3;
     for row in s.img.chunks_exact_mut(stride) {
-        for x in 0..w / 2 {
-            let (a, b) = (x * 3, (w - 1 - x) * 3);
-            for k in 0..3 {
-                row.swap(a + k, b + k);
-            }
+        // pixel x <-> pixel w - 1 - x: the left half against the right half walked from its end (an odd
+        // middle pixel stays)
+        let (left, right) = row.split_at_mut(w / 2 * 3);
+        for (a, b) in left.chunks_exact_mut(3).zip(right[w % 2 * 3..].rchunks_exact_mut(3)) {
+            a.swap_with_slice(b);
         }
     }
     let wf = w as f32;

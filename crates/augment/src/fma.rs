@@ -18,3 +18,16 @@ pub(crate) fn has_fma() -> bool {
         false
     }
 }
+
+/// Whether the CPU also has AVX2 (wider vectors for the same per-lane arithmetic: same bits as [`has_fma`]'s code).
+#[inline]
+pub(crate) fn has_avx2_fma() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        has_fma() && std::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}

@@ -40,18 +40,15 @@ fn bgr_to_hsv_with([b, g, r]: [u8; 3], sdiv: &[i32; 256], hdiv: &[i32; 256]) -> 
     let vmin = b.min(g).min(r);
     let diff = v - vmin;
     let half = 1 << (HSV_SHIFT - 1);
-    let s = (diff * sdiv[v as usize] + half) >> HSV_SHIFT;
-    let h = if v == r {
-        g - b
-    } else if v == g {
-        b - r + 2 * diff
-    } else {
-        r - g + 4 * diff
-    };
-    let mut h = (h * hdiv[diff as usize] + half) >> HSV_SHIFT;
-    if h < 0 {
-        h += 180;
-    }
+    // (`& 255`: no-ops that let the compiler drop the bounds checks; v, diff are in 0..=255)
+    let s = (diff * sdiv[(v & 255) as usize] + half) >> HSV_SHIFT;
+    // if v == r { g - b } else if v == g { b - r + 2 diff } else { r - g + 4 diff }, with OpenCV's masks (no
+    // branches: which channel is the largest is unpredictable on natural images)
+    let vr = -((v == r) as i32);
+    let vg = -((v == g) as i32) & !vr;
+    let h = (vr & (g - b)) + (!vr & ((vg & (b - r + 2 * diff)) + (!vg & (r - g + 4 * diff))));
+    let h = (h * hdiv[(diff & 255) as usize] + half) >> HSV_SHIFT;
+    let h = h + ((h >> 31) & 180); // if h < 0 { h += 180 }
     [h.clamp(0, 255) as u8, s as u8, v as u8]
 }
 
@@ -89,7 +86,8 @@ fn hsv_to_bgr_sector((sector, h): (usize, f32), s: u8, v: u8) -> [u8; 3] {
     // OpenCV's sector_data: (b, g, r) tab indices per sector.
     const SECTOR: [[usize; 3]; 6] = [[1, 3, 0], [1, 0, 2], [3, 0, 1], [0, 2, 1], [0, 1, 3], [2, 1, 0]];
     let idx = SECTOR[sector];
-    idx.map(|i| (tab[i] * 255.0).clamp(0.0, 255.0) as u8)
+    // (explicit indexing, not `idx.map(..)`: the closure would not be inlined into FMA-enabled callers)
+    [to_u8(tab[idx[0]]), to_u8(tab[idx[1]]), to_u8(tab[idx[2]])]
 }
 
 /// The three look-up tables of `RandomHSV.apply_image` for the drawn gains `r = [rh, rs, rv]`:
@@ -147,17 +145,119 @@ unsafe fn apply_lut_fma(img: &mut RgbImage, lut: &HsvLut) {
     apply_lut_generic(img, lut)
 }
 
+/// Pixels per block of [`apply_lut_generic`].
+const BLOCK: usize = 64;
+
+/// `random_hsv`'s pixel loop in blocks of [`BLOCK`] pixels: an integer pass (`RGB2HSV_b` and the three LUTs,
+/// runs of equal pixels reuse the previous result) writes the sector, hue fraction, `s` and `v` of each pixel to
+/// small arrays, then a branch-free float pass (vectorised by the compiler) evaluates `HSV2RGB_b` exactly as
+/// [`hsv_to_bgr_sector`] does (same operations in the same order, so the same bits).
 #[inline(always)]
 fn apply_lut_generic(img: &mut RgbImage, lut: &HsvLut) {
     let (sdiv, hdiv) = tables();
     let hues = hue_table();
     // the hue LUT composed with OpenCV's sector split
-    let hue: [(usize, f32); 256] = std::array::from_fn(|i| hues[lut.hue[i] as usize]);
-    for px in img.chunks_exact_mut(3) {
-        let [h, s, v] = bgr_to_hsv_with([px[2], px[1], px[0]], sdiv, hdiv);
-        let [b, g, r] = hsv_to_bgr_sector(hue[h as usize], lut.sat[s as usize], lut.val[v as usize]);
-        px[0] = r;
-        px[1] = g;
-        px[2] = b;
+    let sector: [i32; 256] = std::array::from_fn(|i| hues[lut.hue[i] as usize].0 as i32);
+    let frac: [f32; 256] = std::array::from_fn(|i| hues[lut.hue[i] as usize].1);
+    // the s and v LUTs composed with HSV2RGB_b's `x / 255` (an f32 multiply by 1 / 255)
+    let sat: [f32; 256] = std::array::from_fn(|i| lut.sat[i] as f32 * (1.0 / 255.0));
+    let val: [f32; 256] = std::array::from_fn(|i| lut.val[i] as f32 * (1.0 / 255.0));
+    let (mut hk, mut hf, mut sf, mut vf) = ([0i32; BLOCK], [0f32; BLOCK], [0f32; BLOCK], [0f32; BLOCK]);
+    let mut out = [[0u8; BLOCK]; 3];
+    for block in img.chunks_mut(BLOCK * 3) {
+        let (mut last_in, mut last) = (None, (0, 0.0, 0.0, 0.0));
+        for (i, px) in block.chunks_exact(3).enumerate() {
+            let rgb = [px[0], px[1], px[2]];
+            if last_in != Some(rgb) {
+                let [h, s, v] = bgr_to_hsv_with([rgb[2], rgb[1], rgb[0]], sdiv, hdiv);
+                let (h, s, v) = (h as usize, s as usize, v as usize);
+                last = (sector[h], frac[h], sat[s], val[v]);
+                last_in = Some(rgb);
+            }
+            (hk[i], hf[i], sf[i], vf[i]) = last;
+        }
+        for i in 0..BLOCK {
+            let (k, h, s, v) = (hk[i], hf[i], sf[i], vf[i]);
+            let tab = [v, v * (1.0 - s), v * (-s).mul_add(h, 1.0), v * (-s).mul_add(1.0 - h, 1.0)];
+            // OpenCV's sector_data (b, g, r tab indices per sector) as selects:
+            // [[1, 3, 0], [1, 0, 2], [3, 0, 1], [0, 2, 1], [0, 1, 3], [2, 1, 0]]
+            let b = if k < 2 {
+                tab[1]
+            } else if k == 2 {
+                tab[3]
+            } else if k < 5 {
+                tab[0]
+            } else {
+                tab[2]
+            };
+            let g = if k == 0 {
+                tab[3]
+            } else if k < 3 {
+                tab[0]
+            } else if k == 3 {
+                tab[2]
+            } else {
+                tab[1]
+            };
+            let r = if k == 0 || k == 5 {
+                tab[0]
+            } else if k == 1 {
+                tab[2]
+            } else if k < 4 {
+                tab[1]
+            } else {
+                tab[3]
+            };
+            out[0][i] = to_u8(r);
+            out[1][i] = to_u8(g);
+            out[2][i] = to_u8(b);
+        }
+        for (i, px) in block.chunks_exact_mut(3).enumerate() {
+            px.copy_from_slice(&[out[0][i], out[1][i], out[2][i]]);
+        }
+    }
+}
+
+/// `(x * 255).clamp(0, 255) as u8` (truncation) without the branches of a saturating conversion: the truncated
+/// value in [0, 255] plus 2^23 is exact and has the integer in its low mantissa bits.
+#[inline(always)]
+fn to_u8(x: f32) -> u8 {
+    ((x * 255.0).clamp(0.0, 255.0).trunc() + 8_388_608.0).to_bits() as u8
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    use super::*;
+
+    /// `random_hsv` (LUT composed with the hue split, runs of equal pixels reused) equals the plain per-pixel
+    /// chain `hsv_to_bgr(lut(bgr_to_hsv(px)))` on random images with runs and on random gains.
+    #[test]
+    fn random_hsv_equals_per_pixel_chain() {
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        for _ in 0..50 {
+            let mut img = RgbImage::new(97, 41);
+            let mut px: [u8; 3] = rng.random();
+            for p in img.pixels_mut() {
+                if rng.random_bool(0.6) {
+                    px = rng.random();
+                }
+                p.0 = px;
+            }
+            let r = [rng.random_range(-0.5..0.5), rng.random_range(-1.0..1.0), rng.random_range(-1.0..1.0)];
+            let lut = HsvLut::new(r);
+            let mut got = img.clone();
+            random_hsv(&mut got, r);
+            let mut plain = img.clone();
+            apply_lut_generic(&mut plain, &lut); // the copy without target features (non-x86 CPUs)
+            assert_eq!(plain, got);
+            for (a, b) in img.pixels().zip(got.pixels()) {
+                let [h, s, v] = bgr_to_hsv([a[2], a[1], a[0]]);
+                let [bb, g, rr] = hsv_to_bgr([lut.hue[h as usize], lut.sat[s as usize], lut.val[v as usize]]);
+                assert_eq!(b.0, [rr, g, bb], "pixel {a:?}, gains {r:?}");
+            }
+        }
     }
 }

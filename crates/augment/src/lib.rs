@@ -19,8 +19,10 @@
 //! * [`load_resize(img, imgsz) -> Result<Loaded, AugmentError>`](load_resize): `BaseDataset.load_image`'s resize
 //!   (long side to `imgsz`, `math.ceil`, `cv2.INTER_LINEAR`), with the per-axis scale for the boxes.
 //! * [`AugmentConfig`]: the augmentation hyper-parameters of `ultralytics/cfg/default.yaml` (`Default`, serde).
-//! * [`SampleSource`] (`len`, `load(index) -> Result<Sample, Self::Error>`) and [`TrainTransform`] `{ cfg, imgsz }`
-//!   with [`TrainTransform::apply(&self, src, index, rng) -> Result<Sample, S::Error>`](TrainTransform::apply): the
+//! * [`SampleSource`] (`len`, `load(index) -> Result<Sample, Self::Error>`, `load_shared` for an `Arc`,
+//!   `mosaic_partner` for the mosaic partner policy) and
+//!   [`TrainTransform`] `{ cfg, imgsz }` with
+//!   [`TrainTransform::apply(&self, src, index, rng) -> Result<Sample, S::Error>`](TrainTransform::apply): the
 //!   whole `v8_transforms` pipeline for one dataset item, deterministic for a given `ChaCha8Rng` state.
 //! * The individual transforms: [`mosaic4`], [`mosaic_center`], [`random_perspective`], [`perspective_params`],
 //!   [`perspective_matrix`], [`random_perspective_with`], [`apply_bboxes`], [`box_candidates`], [`random_hsv`],
@@ -38,9 +40,12 @@
 //! # Differences from ultralytics (documented, deliberate)
 //!
 //! * Mosaic partners: ultralytics draws the 3 other images from its recent-image buffer (`Mosaic.get_indexes`,
-//!   `random.choices(dataset.buffer, k=3)`, buffer of `min(n, 8 * batch, 1000)` recently loaded indices) unless
-//!   `cache="ram"` (then uniformly over the dataset). [`TrainTransform::apply`] draws them uniformly over
-//!   `0..src.len()`; a data loader that wants the buffer behaviour passes a [`SampleSource`] that serves it.
+//!   `random.choices(dataset.buffer, k=3)`, buffer of `min(n, 8 * batch, 1000)` recently loaded indices, one per
+//!   worker process, so its content depends on worker timing) unless `cache="ram"` (then uniformly over the
+//!   dataset). [`TrainTransform::apply`] asks the source ([`SampleSource::mosaic_partner`]): uniform over
+//!   `0..src.len()` by default; the data crate's training loader overrides it with a deterministic window of the
+//!   epoch order's recent positions (see there). MixUp/CutMix partners are uniform, as ultralytics'
+//!   `BaseMixTransform.get_indexes` (`random.randint(0, len(dataset) - 1)`).
 //! * The final boxes stay `xyxy`; ultralytics flips in `xywh` and `Format` normalises `xywh`. Converting our `xyxy`
 //!   to `xywh` afterwards can differ from ultralytics by one f32 ulp of the coordinate.
 pub mod config;

@@ -21,7 +21,8 @@ pub struct Loaded {
 /// `BaseDataset.load_image(i)` (8.4.190, `rect_mode=True`, `resize_short=False`, which is what
 /// `get_image_and_label` calls, for training and validation alike) after the decode:
 /// `r = imgsz / max(h0, w0)`; if `r != 1`: `w, h = min(ceil(w0 * r), imgsz), min(ceil(h0 * r), imgsz)` and
-/// `cv2.resize(im, (w, h), interpolation=cv2.INTER_LINEAR)` (bit-exact, [`yolo26_imageio::preprocess::resize_linear`]).
+/// `cv2.resize(im, (w, h), interpolation=cv2.INTER_LINEAR)` (bit-exact: the bytes of
+/// [`yolo26_imageio::preprocess::resize_linear`], whose 3-channel fast path is the one implementation).
 ///
 /// 8.4.190 uses `INTER_LINEAR` for both up- and down-scaling and whether or not it augments (older releases
 /// used `INTER_AREA` when not augmenting), so there is no `augment` switch. Small images are enlarged.

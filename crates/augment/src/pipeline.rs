@@ -1,5 +1,7 @@
 //! The whole `v8_transforms` pipeline for one dataset item.
 
+use std::sync::Arc;
+
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
@@ -24,6 +26,20 @@ pub trait SampleSource {
     }
     /// Item `index` (`get_image_and_label(index)`), `index < len()`.
     fn load(&self, index: usize) -> Result<Sample, Self::Error>;
+    /// [`SampleSource::load`] as a shared sample: the pipeline only reads what it loads, so a source that keeps
+    /// its samples (ultralytics' RAM buffer) can hand them out without a copy. Defaults to `Arc::new(load(index))`.
+    fn load_shared(&self, index: usize) -> Result<Arc<Sample>, Self::Error> {
+        self.load(index).map(Arc::new)
+    }
+    /// One mosaic partner of item `index` (ultralytics `Mosaic.get_indexes` draws 3, one `random.choices` each),
+    /// drawn with `rng`, `< len()`. Default: uniform over `0..len()` (ultralytics with `cache="ram"`, where
+    /// `buffer_enabled` is off). A source can restrict it to recently loaded items, as ultralytics' buffer does
+    /// (`random.choices(list(dataset.buffer), k=3)`); the result must depend only on `index` and `rng` for the
+    /// pipeline to stay deterministic. An out-of-range result is an error of [`TrainTransform::apply`].
+    fn mosaic_partner(&self, index: usize, rng: &mut ChaCha8Rng) -> usize {
+        let _ = index;
+        rng.random_range(0..self.len())
+    }
 }
 
 /// Ultralytics' training transform: `v8_transforms(dataset, imgsz, hyp)` for detection.
@@ -31,14 +47,15 @@ pub trait SampleSource {
 /// Order of operations and random draws per item (each `p`-gated step draws `u ~ U[0, 1)` first and runs when
 /// `!(u > p)`, like `BaseMixTransform.__call__`):
 ///
-/// 1. `Mosaic(p=mosaic)`: 3 partner indices, uniform over `0..src.len()` (ultralytics: from its buffer of recently
-///    loaded images, see the crate docs), centre ([`mosaic_center`]), [`mosaic4`]. Otherwise the item as loaded.
+/// 1. `Mosaic(p=mosaic)`: 3 partner indices from [`SampleSource::mosaic_partner`] (uniform over `0..src.len()` by
+///    default; ultralytics: from its buffer of recently loaded images, see the crate docs), centre
+///    ([`mosaic_center`]), [`mosaic4`]. Otherwise the item as loaded.
 /// 2. `RandomPerspective(size=(imgsz, imgsz))` ([`random_perspective`]): always applied. Without a mosaic the loaded
 ///    image (long side `imgsz`) is warped directly — 8.4.190 has no `LetterBox` pre-transform here; `C` centres the
 ///    image and `T` translates to the output, which equals the letterbox of older releases up to half a pixel.
-/// 3. `MixUp(p=mixup)`: another item, uniform over the dataset, through steps 1-2, blended with
-///    `r ~ Beta(32, 32)` ([`mixup`]).
-/// 4. `CutMix(p=cutmix)`: another item through steps 1-2, [`cutmix`].
+/// 3. `MixUp(p=mixup)`: another item, uniform over the dataset (`BaseMixTransform.get_indexes`), through steps
+///    1-2, blended with `r ~ Beta(32, 32)` ([`mixup`]).
+/// 4. `CutMix(p=cutmix)`: another item, uniform over the dataset, through steps 1-2, [`cutmix`].
 /// 5. `RandomHSV(hsv_h, hsv_s, hsv_v)` when any gain is non-zero ([`hsv_gains`], [`random_hsv`]).
 /// 6. `RandomFlip(vertical, p=flipud)`, then `RandomFlip(horizontal, p=fliplr)`: `random.random() < p`.
 /// 7. `Format(bgr=bgr)`: with probability `bgr` the output stays BGR (`random.uniform(0, 1) > bgr` turns BGR to RGB in
@@ -110,16 +127,22 @@ impl TrainTransform {
 
     /// `Compose([Mosaic, RandomPerspective])` for one item (the `pre_transform` that MixUp/CutMix reuse).
     fn pre_transform<S: SampleSource>(&self, src: &S, index: usize, rng: &mut ChaCha8Rng) -> Result<Sample, S::Error> {
-        let base = src.load(index)?;
+        let base = src.load_shared(index)?;
         base.validate()?;
+        let mosaic;
         let s = if gate(rng, self.cfg.mosaic) {
-            let idx: [usize; 3] = std::array::from_fn(|_| rng.random_range(0..src.len()));
-            let others = [src.load(idx[0])?, src.load(idx[1])?, src.load(idx[2])?];
+            let idx: [usize; 3] = std::array::from_fn(|_| src.mosaic_partner(index, rng));
+            if let Some(&j) = idx.iter().find(|&&j| j >= src.len()) {
+                let msg = format!("TrainTransform: mosaic partner {j} out of range for {} samples", src.len());
+                return Err(AugmentError::InvalidArgument(msg).into());
+            }
+            let others = [src.load_shared(idx[0])?, src.load_shared(idx[1])?, src.load_shared(idx[2])?];
             let (xc, yc) = mosaic_center(rng, self.imgsz);
-            mosaic4([&base, &others[0], &others[1], &others[2]], self.imgsz, xc, yc)?
+            mosaic = mosaic4([&base, &others[0], &others[1], &others[2]], self.imgsz, xc, yc)?;
+            &mosaic
         } else {
-            base
+            base.as_ref()
         };
-        Ok(random_perspective(&s, &self.cfg, [self.imgsz, self.imgsz], rng)?)
+        Ok(random_perspective(s, &self.cfg, [self.imgsz, self.imgsz], rng)?)
     }
 }

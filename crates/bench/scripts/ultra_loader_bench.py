@@ -28,7 +28,12 @@ def main():
     ap.add_argument("--batches", type=int, default=60)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--json")
+    ap.add_argument("--timeout", type=float, default=0, help="seconds; print every thread's stack and exit after it")
     a = ap.parse_args()
+    if a.timeout > 0:
+        import faulthandler
+
+        faulthandler.dump_traceback_later(a.timeout, exit=True)
 
     import torch
     from ultralytics.cfg import get_cfg
@@ -40,7 +45,11 @@ def main():
     data = check_det_dataset(a.data)
     ds = build_yolo_dataset(cfg, data["train"], a.batch, data, mode="train", rect=False, stride=32)
     dl = build_dataloader(ds, a.batch, a.workers, shuffle=True, rank=-1, pin_memory=torch.cuda.is_available())
-    it = iter(dl)
+    def batches():  # epochs chained: one iter() of the InfiniteDataLoader is one epoch
+        while True:
+            yield from dl
+
+    it = batches()
     for _ in range(a.warmup):
         next(it)
     n_img = 0

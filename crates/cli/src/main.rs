@@ -3,6 +3,7 @@
 mod backend;
 mod eval;
 mod info;
+mod plot_batch;
 mod predict;
 mod synth;
 mod val;
@@ -28,6 +29,8 @@ enum Cmd {
     Val(val::ValArgs),
     /// Write the built-in synthetic dataset in the ultralytics layout (data.yaml, images/, labels/, val_coco.json).
     Synth(synth::SynthArgs),
+    /// Plot the first training batches (augmented) as labelled mosaics, like ultralytics' train_batch0.jpg.
+    PlotBatch(plot_batch::PlotBatchArgs),
     /// Print the layer table, parameter count and GFLOPs of a model scale.
     Info(info::InfoArgs),
     /// Convert a weight file (ultralytics .pt or safetensors) to safetensors with ultralytics names.
@@ -52,6 +55,7 @@ fn main() {
         Cmd::Eval(a) => eval::run(a),
         Cmd::Val(a) => val::run(a),
         Cmd::Synth(a) => synth::run(a),
+        Cmd::PlotBatch(a) => plot_batch::run(a),
         Cmd::Convert { weights, out, half } => convert(&weights, &out, half),
     };
     if let Err(e) = result {

@@ -135,7 +135,9 @@ impl Job for ValArgs {
             cfg.workers = w.max(1);
         }
         let bar = ProgressBar::new(0);
-        bar.set_style(ProgressStyle::with_template("val {bar:40} {pos}/{len} batches [{elapsed} < {eta}]").expect("template"));
+        bar.set_style(
+            ProgressStyle::with_template("val {bar:40} {pos}/{len} batches [{elapsed} < {eta}]").expect("template"),
+        );
         let report = validate(model, Arc::new(dataset), &cfg, &device, |done, total| {
             bar.set_length(total as u64);
             bar.set_position(done as u64);

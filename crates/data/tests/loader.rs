@@ -157,3 +157,22 @@ fn loader_speed_smoke() {
     eprintln!("train loader (synthetic in memory, 640, default augmentation, 2 workers): {ips:.1} images/s");
     assert!(ips > 0.0);
 }
+
+/// Mosaic partners come from recently loaded items, so the RAM buffer serves them: one decode per sample, not ~4.
+#[test]
+fn buffer_serves_mosaic_partners() {
+    let n = 300;
+    let ds = Arc::new(Dataset::synthetic(3, 0, n));
+    let cfg =
+        TrainLoaderConfig { batch_size: 4, imgsz: 64, workers: 2, epochs: 3, close_mosaic: 0, ..Default::default() };
+    let loader = TrainLoader::new(ds, cfg).unwrap();
+    for epoch in 0..2 {
+        for b in loader.epoch(epoch).unwrap() {
+            b.unwrap();
+        }
+    }
+    let (hits, misses) = loader.source().buffer.stats();
+    assert!(hits + misses >= 4 * 2 * n, "{hits} hits, {misses} misses");
+    // every base load misses (n per epoch); partners at most a few
+    assert!(misses <= 2 * n + n / 10, "{hits} hits, {misses} misses");
+}

@@ -22,6 +22,7 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod annotate;
 pub mod exif;
 mod jpeg;
 mod other;

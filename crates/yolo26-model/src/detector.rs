@@ -247,6 +247,13 @@ impl<B: YoloBackend> Detector<B> {
 
     /// Forward + decode of a letterboxed batch `[B, 3, H, W]`; detections in network-input pixels.
     pub fn infer(&self, x: Tensor<B, 4>) -> Vec<Vec<RawDetection>> {
+        self.postprocess(self.infer_device(x))
+    }
+
+    /// The device part of [`Detector::infer`]: forward and box decode of the selected head. `[B, 4 + nc, A]` (xywh
+    /// pixels + class scores, ultralytics' one-to-many `y`) for [`DecodeMode::Nms`], `[B, max_det, 6]` rows
+    /// (`x1, y1, x2, y2, score, class`, the one-to-one top-k) for [`DecodeMode::EndToEnd`].
+    pub fn infer_device(&self, x: Tensor<B, 4>) -> Tensor<B, 3> {
         let x = if self.opts.half { x.cast(DType::F16) } else { x };
         let feats = self.model.forward_features(x);
         let shapes: Vec<[usize; 2]> = feats.iter().map(|f| [f.dims()[2], f.dims()[3]]).collect();
@@ -254,16 +261,24 @@ impl<B: YoloBackend> Detector<B> {
         match self.opts.mode {
             DecodeMode::EndToEnd => {
                 let head = self.model.layer23.forward_one2one(&feats);
-                end2end_to_host(decode_end2end(&head, &anchors, self.opts.max_det), self.opts.conf)
+                decode_end2end(&head, &anchors, self.opts.max_det)
             }
-            DecodeMode::Nms => {
-                let head = self.model.layer23.forward_one2many(&feats);
-                let pred = decode_one2many(&head, &anchors);
-                non_max_suppression(
-                    pred,
-                    NmsConfig { multi_label: self.opts.multi_label, ..NmsConfig::predict(self.opts.conf, self.opts.iou, self.opts.max_det) },
-                )
-            }
+            DecodeMode::Nms => decode_one2many(&self.model.layer23.forward_one2many(&feats), &anchors),
+        }
+    }
+
+    /// The host part of [`Detector::infer`] (ultralytics `non_max_suppression`): the confidence filter of the
+    /// end-to-end rows, or NMS of the one-to-many output.
+    pub fn postprocess(&self, pred: Tensor<B, 3>) -> Vec<Vec<RawDetection>> {
+        match self.opts.mode {
+            DecodeMode::EndToEnd => end2end_to_host(pred, self.opts.conf),
+            DecodeMode::Nms => non_max_suppression(
+                pred,
+                NmsConfig {
+                    multi_label: self.opts.multi_label,
+                    ..NmsConfig::predict(self.opts.conf, self.opts.iou, self.opts.max_det)
+                },
+            ),
         }
     }
 }

@@ -11,7 +11,8 @@ pub mod weights;
 pub use backend::YoloBackend;
 pub use config::{Scale, Yolo26Config};
 pub use model::Yolo26;
-pub mod annotate;
+/// Box and label drawing (lives in `yolo26-imageio`, shared with the training-batch plots).
+pub use yolo26_imageio::annotate;
 pub mod detector;
 pub mod fuse;
 pub mod names;

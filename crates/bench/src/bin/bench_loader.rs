@@ -93,7 +93,10 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     lines.push(line.to_string());
     if a.val {
         let val = Arc::new(src.open(Split::Val)?);
-        let vl = ValLoader::new(val, ValLoaderConfig { batch_size: a.batch, imgsz: a.imgsz, workers, ..Default::default() })?;
+        let vl = ValLoader::new(
+            val,
+            ValLoaderConfig { batch_size: a.batch, imgsz: a.imgsz, workers, ..Default::default() },
+        )?;
         let (images, secs) = time_batches(vl.iter()?, 0, a.batches)?;
         let line = serde_json::json!({
             "loader": "yolo26-data val", "imgsz": a.imgsz, "batch": a.batch, "workers": workers,

@@ -3,19 +3,22 @@
 //! rayon pool with a background prefetch thread.
 //!
 //! Both loaders cut the epoch into batches (a list of dataset indices each), then a background thread builds the
-//! batches one after the other — the images of one batch in parallel on the loader's rayon pool
-//! (`workers` threads) — and sends them through a bounded channel of `prefetch` batches, so decoding and
-//! augmentation overlap with the consumer's compute. Every sample is a pure function of its inputs (index, epoch,
-//! seed), never of scheduling, so batches are identical for any number of workers.
+//! batches in order — every image is a job on the loader's rayon pool (`workers` threads), made and converted to
+//! CHW there, with the next batch's jobs queued while the current batch completes — and sends them through a
+//! bounded channel of `prefetch` batches, so decoding and augmentation overlap with the consumer's compute. Every
+//! sample is a pure function of its inputs (index, epoch, seed), never of scheduling, so batches are identical for
+//! any number of workers.
 
 mod source;
+#[cfg(test)]
+mod timing;
 mod train;
 mod val;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub use source::{DatasetSource, ImageBuffer};
+pub use source::{DatasetSource, EpochSource, ImageBuffer};
 pub use train::{sample_rng, TrainLoader, TrainLoaderConfig};
 pub use val::{ValLoader, ValLoaderConfig};
 
@@ -80,10 +83,42 @@ pub(crate) struct Item {
     pub ratio_pad: RatioPad,
 }
 
+/// An [`Item`] whose pixels are already in CHW order (converted on the worker thread that made it, so that the
+/// producer thread only concatenates).
+pub(crate) struct Ready {
+    item: Item,
+    /// `[3, h, w]` planes of `item.img` (which is then dropped: `item.img` is an empty image).
+    chw: Vec<u8>,
+    /// `(w, h)` of the image.
+    dims: (u32, u32),
+}
+
+impl Ready {
+    /// Convert `item.img` to CHW planes.
+    pub(crate) fn new(mut item: Item) -> Self {
+        let dims = item.img.dimensions();
+        let chw = hwc_to_chw(item.img.as_raw());
+        item.img = image::RgbImage::new(0, 0);
+        Self { item, chw, dims }
+    }
+}
+
+/// `[h, w, 3]` → `[3, h, w]` (`img.transpose(2, 0, 1)`), one pass over the pixels.
+pub(crate) fn hwc_to_chw(raw: &[u8]) -> Vec<u8> {
+    let n = raw.len() / 3;
+    let mut out = vec![0u8; n * 3];
+    let (r, rest) = out.split_at_mut(n);
+    let (g, b) = rest.split_at_mut(n);
+    for (((px, r), g), b) in raw.chunks_exact(3).zip(r).zip(g).zip(b) {
+        (*r, *g, *b) = (px[0], px[1], px[2]);
+    }
+    out
+}
+
 /// Collate items of equal size (`collate_fn`): stack CHW images, concatenate targets with their batch index.
-pub(crate) fn collate(items: Vec<Item>) -> Result<Batch, DataError> {
+pub(crate) fn collate(items: Vec<Ready>) -> Result<Batch, DataError> {
     let first = items.first().ok_or_else(|| DataError::Loader("empty batch".into()))?;
-    let (w, h) = first.img.dimensions();
+    let (w, h) = first.dims;
     let (w, h) = (w as usize, h as usize);
     let mut b = Batch {
         images: Vec::with_capacity(items.len() * 3 * h * w),
@@ -95,19 +130,11 @@ pub(crate) fn collate(items: Vec<Item>) -> Result<Batch, DataError> {
         resized_shapes: Vec::with_capacity(items.len()),
         ratio_pad: Vec::with_capacity(items.len()),
     };
-    for (bi, it) in items.into_iter().enumerate() {
-        if it.img.dimensions() != (w as u32, h as u32) {
-            return Err(DataError::Loader(format!(
-                "image {} is {}x{}, batch is {w}x{h}",
-                it.index,
-                it.img.width(),
-                it.img.height()
-            )));
+    for (bi, Ready { item: it, chw, dims }) in items.into_iter().enumerate() {
+        if dims != (w as u32, h as u32) {
+            return Err(DataError::Loader(format!("image {} is {}x{}, batch is {w}x{h}", it.index, dims.0, dims.1)));
         }
-        let raw = it.img.as_raw();
-        for c in 0..3 {
-            b.images.extend(raw.iter().skip(c).step_by(3));
-        }
+        b.images.extend_from_slice(&chw);
         b.targets.extend(it.labels.iter().map(|(c, x)| [bi as f32, *c as f32, x[0], x[1], x[2], x[3]]));
         b.indices.push(it.index);
         b.paths.push(it.path);
@@ -119,7 +146,8 @@ pub(crate) fn collate(items: Vec<Item>) -> Result<Batch, DataError> {
 }
 
 /// Iterator over the batches of one pass; batches are built ahead in a background thread.
-/// Dropping it stops the producer after its current batch.
+/// Dropping it stops the producer after its current batch (images of the next batch already queued on the pool are
+/// still made, then discarded).
 pub struct BatchIter {
     rx: crossbeam_channel::Receiver<Result<Batch, DataError>>,
     remaining: usize,
@@ -168,7 +196,18 @@ impl Drop for BatchIter {
     }
 }
 
+/// Batches whose images are being made on the pool while the producer waits for (and collates) the oldest one.
+const BATCHES_IN_FLIGHT: usize = 2;
+
+/// The results of one batch's images, by position in the batch.
+type ItemResults = crossbeam_channel::Receiver<(usize, std::thread::Result<Result<Ready, DataError>>)>;
+
 /// Build `batches` (lists of positions) in a background thread on `pool`, `make(position)` per image.
+///
+/// Every image is its own pool job (made and converted to CHW on a worker); the jobs of the next batch are queued
+/// while the producer waits for the current one, so the workers do not idle on a batch's last images or on the
+/// collate. Results are put back in position order, so batches do not depend on the scheduling. A panic in `make`
+/// is re-raised on the producer thread (the iterator then reports it).
 pub(crate) fn spawn_batches<F>(
     pool: Arc<rayon::ThreadPool>,
     batches: Vec<Vec<usize>>,
@@ -180,13 +219,38 @@ where
 {
     let (tx, rx) = crossbeam_channel::bounded(prefetch.max(1));
     let remaining = batches.len();
+    let make = Arc::new(make);
     let handle = std::thread::Builder::new()
         .name("yolo26-data-loader".into())
         .spawn(move || {
-            use rayon::prelude::*;
-            for positions in batches {
-                let batch = pool
-                    .install(|| positions.par_iter().map(|&p| make(p)).collect::<Result<Vec<Item>, DataError>>())
+            let mut queued = batches.into_iter();
+            let mut in_flight: std::collections::VecDeque<(usize, ItemResults)> = Default::default();
+            loop {
+                while in_flight.len() < BATCHES_IN_FLIGHT {
+                    let Some(positions) = queued.next() else { break };
+                    let (itx, irx) = crossbeam_channel::unbounded();
+                    for (slot, p) in positions.iter().copied().enumerate() {
+                        let (make, itx) = (make.clone(), itx.clone());
+                        pool.spawn(move || {
+                            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| make(p).map(Ready::new)));
+                            let _ = itx.send((slot, r)); // the receiver is gone when the pass was dropped
+                        });
+                    }
+                    in_flight.push_back((positions.len(), irx));
+                }
+                let Some((len, irx)) = in_flight.pop_front() else { return };
+                let mut slots: Vec<Option<Result<Ready, DataError>>> = (0..len).map(|_| None).collect();
+                for _ in 0..len {
+                    match irx.recv() {
+                        Ok((slot, Ok(r))) => slots[slot] = Some(r),
+                        Ok((_, Err(panic))) => std::panic::resume_unwind(panic),
+                        Err(_) => return, // a job was dropped without running: the pool is gone
+                    }
+                }
+                let batch = slots
+                    .into_iter()
+                    .map(|r| r.unwrap_or_else(|| Err(DataError::Loader("a batch image was not made".into()))))
+                    .collect::<Result<Vec<Ready>, DataError>>()
                     .and_then(collate);
                 let failed = batch.is_err();
                 if tx.send(batch).is_err() || failed {
@@ -218,4 +282,72 @@ pub fn measure_images_per_second(iter: BatchIter, n_batches: usize) -> Result<f6
     }
     let dt = t.elapsed().as_secs_f64();
     Ok(images as f64 / dt.max(1e-9))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(index: usize) -> Item {
+        let img = image::RgbImage::from_fn(5, 4, |x, y| image::Rgb([x as u8, y as u8, index as u8]));
+        Item {
+            img,
+            labels: vec![(index as u32, [0.5; 4])],
+            index,
+            path: PathBuf::from(format!("{index}.jpg")),
+            orig: [4, 5],
+            resized: [4, 5],
+            ratio_pad: RatioPad { ratio: [1.0, 1.0], pad: [0.0, 0.0] },
+        }
+    }
+
+    /// Images finishing out of order still land in position order; CHW layout; a `make` error ends the pass.
+    #[test]
+    fn batches_in_position_order() {
+        let pool = make_pool(3).unwrap();
+        let batches: Vec<Vec<usize>> = vec![vec![0, 1, 2, 3], vec![4, 5, 6], vec![7], vec![8, 9]];
+        let it = spawn_batches(pool.clone(), batches.clone(), 1, |p| {
+            std::thread::sleep(std::time::Duration::from_millis(((10 - p) * 3) as u64));
+            Ok(item(p))
+        })
+        .unwrap();
+        let got: Vec<Batch> = it.map(|b| b.unwrap()).collect();
+        assert_eq!(got.len(), 4);
+        for (b, want) in got.iter().zip(&batches) {
+            assert_eq!(&b.indices, want);
+            assert_eq!(b.shape, [want.len(), 3, 4, 5]);
+            for (bi, &p) in want.iter().enumerate() {
+                let img = &b.images[bi * 60..(bi + 1) * 60];
+                assert_eq!(img[..20], (0..20).map(|i| (i % 5) as u8).collect::<Vec<_>>()[..], "R plane = x");
+                assert_eq!(img[20..40], (0..20).map(|i| (i / 5) as u8).collect::<Vec<_>>()[..], "G plane = y");
+                assert!(img[40..].iter().all(|&v| v == p as u8), "B plane = index");
+                assert_eq!(b.targets[bi][..2], [bi as f32, p as f32]);
+            }
+        }
+        let it = spawn_batches(pool, batches, 1, |p| {
+            if p == 5 {
+                Err(DataError::Loader("bad image".into()))
+            } else {
+                Ok(item(p))
+            }
+        })
+        .unwrap();
+        let got: Vec<Result<Batch, DataError>> = it.collect();
+        assert_eq!(got.len(), 2);
+        assert!(got[0].is_ok() && got[1].is_err());
+    }
+
+    /// A panic while making an image is reported by the iterator (not a process abort from a rayon job).
+    #[test]
+    fn panic_in_make_is_reported() {
+        let pool = make_pool(2).unwrap();
+        let mut it = spawn_batches(pool, vec![vec![0, 1], vec![2]], 1, |p| {
+            assert!(p != 1, "synthetic failure");
+            Ok(item(p))
+        })
+        .unwrap();
+        let err = it.next().unwrap().unwrap_err();
+        assert!(err.to_string().contains("panicked"), "{err}");
+        assert!(it.next().is_none());
+    }
 }

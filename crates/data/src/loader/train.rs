@@ -8,7 +8,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use yolo26_augment::{AugmentConfig, TrainTransform};
 
-use super::source::{DatasetSource, ImageBuffer};
+use super::source::{DatasetSource, EpochSource, ImageBuffer};
 use super::{make_pool, spawn_batches, BatchIter, Item, RatioPad};
 use crate::synthetic::image_rng;
 use crate::{DataError, Dataset};
@@ -33,7 +33,9 @@ pub struct TrainLoaderConfig {
     pub epochs: usize,
     /// Final epochs without mosaic/mixup/cutmix (ultralytics `close_mosaic`, default 10).
     pub close_mosaic: usize,
-    /// RAM buffer length (`max_buffer_length`); `None` = ultralytics' `min(n, 8 * batch, 1000)`, `Some(0)` = off.
+    /// RAM buffer length; `None` = the mosaic partner window (ultralytics' `max_buffer_length`,
+    /// `min(n, 8 * batch, 1000)`) plus the samples in flight, so the buffer holds every partner
+    /// ([`EpochSource`](super::source::EpochSource)); `Some(0)` = off. Only speed depends on it, never the batches.
     pub buffer: Option<usize>,
 }
 
@@ -103,7 +105,11 @@ impl TrainLoader {
             )));
         }
         cfg.augment.validate()?;
-        let len = cfg.buffer.unwrap_or_else(|| ImageBuffer::ultralytics_len(dataset.len(), cfg.batch_size));
+        let window = ImageBuffer::ultralytics_len(dataset.len(), cfg.batch_size);
+        // The window plus the items loaded ahead of the oldest in-flight sample (the batches in flight, plus one
+        // batch of slack for the producer's ordering), at most the dataset.
+        let slack = (super::BATCHES_IN_FLIGHT + 1) * cfg.batch_size;
+        let len = cfg.buffer.unwrap_or_else(|| (window + slack).min(dataset.len()));
         let source = Arc::new(DatasetSource { dataset, imgsz: cfg.imgsz, buffer: ImageBuffer::new(len) });
         Ok(Self { source, pool: make_pool(cfg.workers)?, cfg })
     }
@@ -132,20 +138,28 @@ impl TrainLoader {
         order
     }
 
+    /// The mosaic partner window: ultralytics' `max_buffer_length = min(n, 8 * batch, 1000)`.
+    pub fn partner_window(&self) -> usize {
+        ImageBuffer::ultralytics_len(self.source.dataset.len(), self.cfg.batch_size)
+    }
+
     /// The batches of `epoch`: every item is `TrainTransform::apply(source, index, sample_rng(seed, epoch, index))`
-    /// with mosaic closed per [`TrainLoader::mosaic_closed`]; images `imgsz × imgsz`.
+    /// over an [`EpochSource`] (mosaic partners from the [`TrainLoader::partner_window`] positions before the item
+    /// in the epoch order, wrapping to the previous epoch's tail), with mosaic closed per
+    /// [`TrainLoader::mosaic_closed`]; images `imgsz × imgsz`.
     pub fn epoch(&self, epoch: usize) -> Result<BatchIter, DataError> {
         let order = self.epoch_order(epoch);
         let batches: Vec<Vec<usize>> = order.chunks(self.cfg.batch_size).map(<[usize]>::to_vec).collect();
+        let prev = epoch.checked_sub(1).map(|e| self.epoch_order(e));
+        let src = Arc::new(EpochSource::new(self.source.clone(), order, prev, self.partner_window())?);
         let aug = if self.mosaic_closed(epoch) { self.cfg.augment.close_mosaic() } else { self.cfg.augment.clone() };
         let tf = TrainTransform::new(aug, self.cfg.imgsz);
-        let src = self.source.clone();
         let seed = self.cfg.seed;
         let imgsz = self.cfg.imgsz;
         spawn_batches(self.pool.clone(), batches, self.cfg.prefetch, move |index| {
             let mut rng = sample_rng(seed, epoch, index);
             let s = tf.apply(src.as_ref(), index, &mut rng)?;
-            let e = &src.dataset.entries[index];
+            let e = &src.source.dataset.entries[index];
             let orig = [e.shape[0] as usize, e.shape[1] as usize];
             let r = imgsz as f64 / orig[0].max(orig[1]) as f64;
             Ok(Item {

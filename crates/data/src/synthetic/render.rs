@@ -270,11 +270,13 @@ fn render_impl(seed: u64, split: u32, index: u64, keep_owner: bool) -> Rendered 
     let amp: i32 = rng.random_range(0..=20);
     if amp > 0 {
         let m = (2 * amp + 1) as u32;
+        // offset[x] = x % m - amp for the 10-bit fields of the draw (a table instead of 3 divisions per pixel)
+        let offset: [i32; 1024] = std::array::from_fn(|x| (x as u32 % m) as i32 - amp);
         for px in buf.chunks_exact_mut(3) {
             let r = rng.next_u32();
             for (k, v) in px.iter_mut().enumerate() {
-                let n = ((r >> (k * 10)) & 0x3FF) % m;
-                *v = (*v as i32 + n as i32 - amp).clamp(0, 255) as u8;
+                let n = offset[((r >> (k * 10)) & 0x3FF) as usize];
+                *v = (*v as i32 + n).clamp(0, 255) as u8;
             }
         }
     }

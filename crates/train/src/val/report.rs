@@ -256,7 +256,13 @@ pub fn fmt_g3(v: f64) -> String {
 /// zeros removed.
 pub fn fmt_g(v: f64, p: usize) -> String {
     if !v.is_finite() {
-        return if v.is_nan() { "nan".into() } else if v > 0.0 { "inf".into() } else { "-inf".into() };
+        return if v.is_nan() {
+            "nan".into()
+        } else if v > 0.0 {
+            "inf".into()
+        } else {
+            "-inf".into()
+        };
     }
     if v == 0.0 {
         return if v.is_sign_negative() { "-0".into() } else { "0".into() };

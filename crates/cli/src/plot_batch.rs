@@ -1,0 +1,80 @@
+//! `yolo26 plot-batch`: the first training batches as labelled mosaics, like ultralytics' `train_batch0.jpg`
+//! (`plot_training_samples` → `plot_images`): what the augmentation pipeline feeds the model.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::Args;
+use image::RgbImage;
+use yolo26_augment::{plot_batch, Sample};
+use yolo26_data::{Batch, DataSource, Split, TrainLoader, TrainLoaderConfig};
+
+#[derive(Args, Debug, Clone)]
+pub struct PlotBatchArgs {
+    /// Dataset: an ultralytics data.yaml, a COCO instances .json (with --images), or synthetic[:N][@SEED].
+    #[arg(long)]
+    pub data: String,
+    #[arg(long)]
+    pub images: Option<PathBuf>,
+    #[arg(long, default_value_t = 640)]
+    pub imgsz: usize,
+    #[arg(long, default_value_t = 16)]
+    pub batch: usize,
+    /// How many batches to plot (train_batch0.jpg, train_batch1.jpg, ...).
+    #[arg(long, default_value_t = 3)]
+    pub batches: usize,
+    /// Epoch whose batches to plot (mosaic is off in the last 10 of --epochs, as close_mosaic does).
+    #[arg(long, default_value_t = 0)]
+    pub epoch: usize,
+    #[arg(long, default_value_t = 100)]
+    pub epochs: usize,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Output directory.
+    #[arg(long, default_value = "runs/plot")]
+    pub out: PathBuf,
+}
+
+/// The images and pixel boxes of a collated batch (`[B, 3, H, W]` CHW u8, targets normalised to W, H).
+fn samples(b: &Batch) -> Result<Vec<Sample>, String> {
+    let [n, _, h, w] = b.shape;
+    (0..n)
+        .map(|i| {
+            let plane = h * w;
+            let chw = &b.images[i * 3 * plane..(i + 1) * 3 * plane];
+            let mut hwc = Vec::with_capacity(3 * plane);
+            for p in 0..plane {
+                hwc.extend([chw[p], chw[plane + p], chw[2 * plane + p]]);
+            }
+            let img = RgbImage::from_raw(w as u32, h as u32, hwc).ok_or("batch image buffer size")?;
+            let labels: Vec<(u32, [f32; 4])> = b
+                .targets
+                .iter()
+                .filter(|t| t[0] as usize == i)
+                .map(|t| (t[1] as u32, [t[2], t[3], t[4], t[5]]))
+                .collect();
+            Sample::from_normalized_xywh(img, &labels).map_err(|e| e.to_string())
+        })
+        .collect()
+}
+
+pub fn run(a: PlotBatchArgs) -> Result<(), String> {
+    if a.batch == 0 || a.imgsz == 0 || !a.imgsz.is_multiple_of(32) {
+        return Err("--batch must be >= 1 and --imgsz a positive multiple of 32".into());
+    }
+    let src = DataSource::parse(&a.data, a.images.as_deref()).map_err(|e| e.to_string())?;
+    let ds = src.open(Split::Train).map_err(|e| e.to_string())?;
+    eprintln!("{}", ds.summary.line("train: "));
+    let names = ds.names.clone();
+    let cfg =
+        TrainLoaderConfig { batch_size: a.batch, imgsz: a.imgsz, seed: a.seed, epochs: a.epochs, ..Default::default() };
+    let loader = TrainLoader::new(Arc::new(ds), cfg).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
+    for (i, b) in loader.epoch(a.epoch).map_err(|e| e.to_string())?.take(a.batches).enumerate() {
+        let b = b.map_err(|e| e.to_string())?;
+        let path = a.out.join(format!("train_batch{i}.jpg"));
+        plot_batch(&samples(&b)?, &names, &path).map_err(|e| e.to_string())?;
+        println!("{}", path.display());
+    }
+    Ok(())
+}
