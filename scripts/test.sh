@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 # A Vulkan loader plus at least one driver manifest (lavapipe's is lvp_icd.*.json; a GPU driver's works too).
 have_vulkan() {
-  ls /usr/share/vulkan/icd.d/*.json /etc/vulkan/icd.d/*.json >/dev/null 2>&1 || return 1
+  compgen -G '/usr/share/vulkan/icd.d/*.json' >/dev/null || compgen -G '/etc/vulkan/icd.d/*.json' >/dev/null || return 1
   ldconfig -p | grep 'libvulkan\.so\.1' >/dev/null
 }
 if ! have_vulkan; then

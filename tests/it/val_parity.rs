@@ -26,7 +26,7 @@ fn check(mode: DecodeMode, key: &str) {
     let device = FlexDevice;
     let map = read_weights(&fixture("tests/fixtures/val/yolo26n-synth.pt")).unwrap();
     let model = load_model::<Flex>(Scale::N, &map, Some(dataset.names.len()), &device).unwrap();
-    let cfg = ValConfig { imgsz: 320, batch: 16, mode, workers: 2, ..ValConfig::default() };
+    let cfg = ValConfig { imgsz: 320, batch: 16, mode, workers: 2, save_json: true, ..ValConfig::default() };
     let report = validate(model, Arc::new(dataset), &cfg, &device, |_, _| {}).unwrap();
     print!("{key}:\n{}", report.table());
     let r = report.results();
@@ -55,6 +55,7 @@ fn check(mode: DecodeMode, key: &str) {
         close(row.map50_95, &c["ap"], &format!("{} AP50-95", row.class));
     }
     println!("{key}: max |ours - ultralytics| over all compared numbers: {:.3e}", max_diff.get());
+    coco_round_trip(&report, key);
     // A model that learned: the reference is not a degenerate all-zero case.
     assert!(want["map50"].as_f64().unwrap() > 0.1, "{key}: reference mAP50 too low to be a meaningful check");
 }
@@ -67,4 +68,23 @@ fn val_nms_head_matches_ultralytics() {
 #[test]
 fn val_end2end_head_matches_ultralytics() {
     check(DecodeMode::EndToEnd, "end2end");
+}
+
+/// `--save-json` output read by the COCO evaluator against the `val_coco.json` that `yolo26 synth` writes for the
+/// same images: every image id and category id resolves (an unknown image id is an error), and the COCO mAP is that
+/// of a detector that learned.
+fn coco_round_trip(report: &yolo26_train::val::ValReport, key: &str) {
+    let dir = std::env::temp_dir().join(format!("yolo26-val-parity-{key}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    yolo26_data::write_ultralytics(&dir, 1, 100, 0).unwrap();
+    let out = dir.join("run");
+    let written = report.write(&out, true).unwrap();
+    for f in ["metrics.json", "per_class.csv", "predictions.json", "BoxPR_curve.png", "confusion_matrix.png"] {
+        assert!(written.contains(&out.join(f)), "{key}: {f} not written");
+    }
+    let e = yolo26_eval::eval_files(&dir.join("val_coco.json"), &out.join("predictions.json")).unwrap();
+    assert_eq!(e.n_dets_unknown_category, 0);
+    println!("{key}: COCO eval of our predictions.json: mAP50-95 {:.4}, mAP50 {:.4}", e.stats[0], e.stats[1]);
+    assert!(e.stats[1] > 0.3, "{key}: COCO mAP50 {}", e.stats[1]);
+    let _ = std::fs::remove_dir_all(&dir);
 }

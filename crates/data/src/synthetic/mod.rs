@@ -115,8 +115,8 @@ fn mkdir(p: &Path) -> Result<(), DataError> {
 /// Write the synthetic dataset in the ultralytics layout under `out_dir` and return the `data.yaml` path:
 /// `images/{train,val}/NNNNNN.png` (lossless PNG: ultralytics decodes identical pixels), `labels/{train,val}/
 /// NNNNNN.txt` ([`label_text`]), `data.yaml` (`path` = the absolute `out_dir`, `train: images/train`,
-/// `val: images/val`, `names` as a dict), and `val_coco.json` (COCO instances of the val split: image ids `1..`,
-/// `file_name` `NNNNNN.png`, category ids `1..=nc`, `bbox` = `[x1, y1, w, h]` pixels of the tight box,
+/// `val: images/val`, `names` as a dict), and `val_coco.json` (COCO instances of the val split: image id = the
+/// file's index `0..`, i.e. `int(stem)` as ultralytics' and our `--save-json` name images, `file_name` `NNNNNN.png`, category ids `1..=nc`, `bbox` = `[x1, y1, w, h]` pixels of the tight box,
 /// `area = w * h`, `iscrowd = 0`). Train images are split 0 indices `0..train_n`, val images split 1 indices
 /// `0..val_n`, so `write_ultralytics(dir, n, max(1, n / 5), s)` holds exactly the images of `synthetic:n@s`.
 /// Every file is written atomically; rendering and encoding run in parallel (rayon).
@@ -142,13 +142,12 @@ pub fn write_ultralytics(out_dir: &Path, train_n: usize, val_n: usize, seed: u64
             .collect::<Result<Vec<_>, _>>()?;
         if split == VAL_SPLIT {
             for (i, (w, h, boxes, cls)) in metas.into_iter().enumerate() {
-                coco_images.push(
-                    serde_json::json!({"id": i + 1, "file_name": format!("{i:06}.png"), "width": w, "height": h}),
-                );
+                coco_images
+                    .push(serde_json::json!({"id": i, "file_name": format!("{i:06}.png"), "width": w, "height": h}));
                 for (b, c) in boxes.iter().zip(&cls) {
                     let (bw, bh) = (b[2] - b[0], b[3] - b[1]);
                     coco_anns.push(serde_json::json!({
-                        "id": coco_anns.len() + 1, "image_id": i + 1, "category_id": c + 1,
+                        "id": coco_anns.len() + 1, "image_id": i, "category_id": c + 1,
                         "bbox": [b[0], b[1], bw, bh], "area": bw * bh, "iscrowd": 0,
                     }));
                 }
