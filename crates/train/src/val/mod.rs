@@ -26,7 +26,7 @@ use std::time::Instant;
 use burn::prelude::*;
 use burn::tensor::TensorData;
 use yolo26_data::{Batch, Dataset, ValLoader, ValLoaderConfig};
-use yolo26_eval::ultra::{ConfusionMatrix, DetMetrics, DetStats, Prediction, Target, CM_IOU};
+use yolo26_eval::ultra::{ConfusionMatrix, DetStats, Prediction, Target, CM_IOU};
 use yolo26_model::postprocess::RawDetection;
 use yolo26_model::{DecodeMode, Detector, DetectorOptions, Yolo26, YoloBackend};
 
@@ -266,9 +266,4 @@ fn coco_detections(
             }
         })
         .collect()
-}
-
-/// Overall numbers of a run, for callers that only need the summary (training's per-epoch validation).
-pub fn summary(m: &DetMetrics) -> [f64; 4] {
-    m.mean_results()
 }
