@@ -4,5 +4,6 @@ mod loss_parity;
 mod model_parity;
 mod model_shape;
 mod preprocess;
+mod train;
 mod val_parity;
 mod weights_io;

@@ -9,12 +9,7 @@ pub trait Job {
 
 /// Runs `job` on the backend named by `device`.
 pub fn dispatch<J: Job<Output = Result<(), String>>>(device: &str, job: J) -> Result<(), String> {
-    let (kind, index) = match device.split_once(':') {
-        Some((k, i)) => {
-            (k, Some(i.parse::<usize>().map_err(|_| format!("--device {device}: bad device index '{i}'"))?))
-        }
-        None => (device, None),
-    };
+    let (kind, index) = parse_device(device)?;
     match kind {
         "cpu" => {
             if index.is_some() {
@@ -41,6 +36,55 @@ pub fn dispatch<J: Job<Output = Result<(), String>>>(device: &str, job: J) -> Re
         )),
         other => Err(format!("--device {other}: expected cpu, wgpu[:N] or cuda[:N]")),
     }
+}
+
+/// A training job: runs on the autodiff version of a backend (validation on the backend itself).
+pub trait TrainJob {
+    fn run<AB>(self, device: AB::Device) -> Result<(), String>
+    where
+        AB: burn::tensor::backend::AutodiffBackend + yolo26_train::TrainBackend,
+        AB::InnerBackend: yolo26_model::YoloBackend;
+}
+
+/// Runs a training `job` on `Autodiff<backend named by device>`.
+pub fn dispatch_train<J: TrainJob>(device: &str, job: J) -> Result<(), String> {
+    use burn::backend::Autodiff;
+    let (kind, index) = parse_device(device)?;
+    match kind {
+        "cpu" => {
+            if index.is_some() {
+                return Err("--device cpu takes no index".into());
+            }
+            job.run::<Autodiff<burn::backend::Flex>>(burn::backend::flex::FlexDevice)
+        }
+        #[cfg(feature = "wgpu")]
+        "wgpu" => {
+            let dev = match index {
+                None => burn::backend::wgpu::WgpuDevice::DefaultDevice,
+                Some(i) => burn::backend::wgpu::WgpuDevice::DiscreteGpu(i),
+            };
+            job.run::<Autodiff<burn::backend::Wgpu>>(dev)
+        }
+        #[cfg(feature = "cuda")]
+        "cuda" => {
+            enable_ptx_cache();
+            job.run::<Autodiff<burn::backend::Cuda>>(burn::backend::cuda::CudaDevice::new(index.unwrap_or(0)))
+        }
+        #[allow(unreachable_patterns)]
+        "wgpu" | "cuda" => Err(format!(
+            "--device {kind}: this yolo26 was built without the '{kind}' feature (rebuild with --features {kind})"
+        )),
+        other => Err(format!("--device {other}: expected cpu, wgpu[:N] or cuda[:N]")),
+    }
+}
+
+fn parse_device(device: &str) -> Result<(&str, Option<usize>), String> {
+    Ok(match device.split_once(':') {
+        Some((k, i)) => {
+            (k, Some(i.parse::<usize>().map_err(|_| format!("--device {device}: bad device index '{i}'"))?))
+        }
+        None => (device, None),
+    })
 }
 
 /// CubeCL compiles every CUDA kernel with NVRTC on its first launch in a process: several minutes for a whole

@@ -6,6 +6,7 @@ mod info;
 mod plot_batch;
 mod predict;
 mod synth;
+mod train;
 mod val;
 
 use std::path::PathBuf;
@@ -23,6 +24,8 @@ struct Cli {
 enum Cmd {
     /// Detect objects in an image or a directory of images.
     Predict(predict::PredictArgs),
+    /// Train YOLO26 (ultralytics recipe: optimizer groups, warmup, EMA, ProgLoss) on a dataset.
+    Train(train::TrainCliArgs),
     /// COCO bbox evaluation of a detections JSON against COCO instances (equal to pycocotools' COCOeval).
     Eval(eval::EvalArgs),
     /// Validate a model on a dataset split: P, R, mAP50, mAP50-95 as ultralytics' validator computes them.
@@ -51,6 +54,7 @@ fn main() {
     let cli = Cli::parse();
     let result = match cli.cmd {
         Cmd::Predict(a) => predict::run(a),
+        Cmd::Train(a) => train::run(a),
         Cmd::Info(a) => info::run(a),
         Cmd::Eval(a) => eval::run(a),
         Cmd::Val(a) => val::run(a),

@@ -20,7 +20,9 @@ pub struct LoadError {
     pub problems: Vec<String>,
 }
 
-fn translate(path: &[(String, String)]) -> String {
+/// The ultralytics state_dict key of a Burn module path (the `(name, container_type)` pairs a
+/// `ModuleVisitor`/`ModuleMapper` sees in `enter_module`, ending with the parameter's own field).
+pub fn ultralytics_key(path: &[(String, String)]) -> String {
     let mut out: Vec<String> = Vec::with_capacity(path.len() + 1);
     let n = path.len();
     for (idx, (name, container)) in path.iter().enumerate() {
@@ -66,7 +68,7 @@ impl<B: Backend> ModuleMapper<B> for Loader<'_> {
         self.path.pop();
     }
     fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
-        let key = translate(&self.path);
+        let key = ultralytics_key(&self.path);
         let (id, tensor, mapper) = param.consume();
         let model_shape = tensor.dims().to_vec();
         match self.map.tensors.get(&key) {
@@ -127,7 +129,7 @@ impl<B: Backend> ModuleVisitor<B> for Collector<B> {
         let t = param.val();
         let shape = t.dims().to_vec();
         let data = t.cast(burn::tensor::DType::F32).into_data().convert::<f32>().to_vec::<f32>().unwrap_or_default();
-        self.out.insert(translate(&self.path), WeightTensor { shape, dtype: FileDType::F32, data });
+        self.out.insert(ultralytics_key(&self.path), WeightTensor { shape, dtype: FileDType::F32, data });
     }
 }
 
@@ -163,7 +165,7 @@ pub fn cast_floats<B: Backend, M: Module<B>>(module: M, dtype: burn::tensor::DTy
 
 #[cfg(test)]
 mod tests {
-    use super::translate;
+    use super::ultralytics_key as translate;
 
     fn p(v: &[(&str, &str)]) -> Vec<(String, String)> {
         v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()

@@ -10,7 +10,7 @@ pub mod pt;
 pub mod safetensors_io;
 
 pub use pt::read_pt;
-pub use safetensors_io::{read_safetensors, write_safetensors};
+pub use safetensors_io::{read_safetensors, safetensors_bytes, write_safetensors};
 
 /// Element type a tensor had in its file (all data is widened to `f32` in memory).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,4 +82,34 @@ pub fn read_weights(path: &Path) -> Result<WeightMap, WeightsError> {
         format: "weight",
         reason: "unrecognised content (expected a PyTorch .pt zip archive or a .safetensors file)".into(),
     })
+}
+
+/// Writes `bytes` to `path` so that a crash or `kill -9` at any moment leaves either the old file or the new one,
+/// never a torn one: a temporary file in the same directory, `fsync`, rename over `path`, `fsync` of the directory.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WeightsError> {
+    use std::io::Write;
+    let io = |source| WeightsError::Io { path: path.to_path_buf(), source };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = path.file_name().ok_or_else(|| io(std::io::Error::other("not a file path")))?;
+    let tmp = dir.join(format!(".{}.tmp{}", name.to_string_lossy(), std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        drop(f);
+        std::fs::rename(&tmp, path)?;
+        // The rename is durable only once the directory entry is on disk (best effort where a directory cannot
+        // be opened, e.g. on Windows).
+        if let Ok(d) = std::fs::File::open(&dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.map_err(io)
 }

@@ -87,9 +87,21 @@ fn parse_names(s: &str) -> Option<Vec<String>> {
     }
 }
 
-/// Writes `map` as safetensors at `path`: floating-point tensors as `float_dtype` (F32, F16, BF16 or F64),
+/// Writes `map` as safetensors at `path` (atomically: see [`super::write_atomic`]): floating-point tensors as `float_dtype` (F32, F16, BF16 or F64),
 /// integer and bool tensors in their own dtype (I64/I32/U8/BOOL), names (if any) as JSON in `__metadata__["names"]`.
 pub fn write_safetensors(map: &WeightMap, path: &Path, float_dtype: FileDType) -> Result<(), WeightsError> {
+    let bytes = safetensors_bytes(map, path, float_dtype, &[])?;
+    super::write_atomic(path, &bytes)
+}
+
+/// The safetensors file [`write_safetensors`] writes, as bytes, with `extra` string pairs added to
+/// `__metadata__` (`path` only names the file in errors).
+pub fn safetensors_bytes(
+    map: &WeightMap,
+    path: &Path,
+    float_dtype: FileDType,
+    extra: &[(String, String)],
+) -> Result<Vec<u8>, WeightsError> {
     let fmt_err = |reason: String| WeightsError::Format { path: path.to_path_buf(), format: FORMAT, reason };
     if !matches!(float_dtype, FileDType::F32 | FileDType::F16 | FileDType::BF16 | FileDType::F64) {
         return Err(fmt_err(format!("cannot write floating-point tensors as {float_dtype:?}")));
@@ -129,6 +141,8 @@ pub fn write_safetensors(map: &WeightMap, path: &Path, float_dtype: FileDType) -
         let json = serde_json::to_string(names).map_err(|e| fmt_err(e.to_string()))?;
         meta.insert("names".to_string(), json);
     }
-    let bytes = safetensors::serialize(views, Some(meta)).map_err(|e| fmt_err(e.to_string()))?;
-    std::fs::write(path, bytes).map_err(|source| WeightsError::Io { path: path.to_path_buf(), source })
+    for (k, v) in extra {
+        meta.insert(k.clone(), v.clone());
+    }
+    safetensors::serialize(views, Some(meta)).map_err(|e| fmt_err(e.to_string()))
 }

@@ -1,0 +1,176 @@
+//! `yolo26 train`: trains YOLO26 on an ultralytics dataset, a COCO JSON or the built-in synthetic set with
+//! ultralytics' recipe (`yolo26_train::trainer`), printing ultralytics-style progress and writing `DIR/args.yaml`,
+//! `results.csv` and `weights/{last,best}.safetensors` (+ `last.state.safetensors` for `--resume`).
+
+use std::path::PathBuf;
+
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use yolo26_train::trainer::{train, Event, TrainArgs};
+
+use crate::backend::{dispatch_train, TrainJob};
+
+#[derive(Args, Debug, Clone)]
+pub struct TrainCliArgs {
+    /// Dataset: an ultralytics data.yaml, a COCO instances .json (with --images), or synthetic[:N][@SEED].
+    #[arg(long, default_value = "synthetic:2000")]
+    pub data: String,
+    /// Image directory of a COCO instances JSON.
+    #[arg(long)]
+    pub images: Option<PathBuf>,
+    /// Model scale: n, s, m, l or x.
+    #[arg(long, default_value = "n")]
+    pub model: String,
+    /// Initial weights (ultralytics .pt or safetensors); tensors whose name and shape match are transferred.
+    #[arg(long)]
+    pub weights: Option<PathBuf>,
+    #[arg(long, default_value_t = 100)]
+    pub epochs: usize,
+    #[arg(long, default_value_t = 16)]
+    pub batch: usize,
+    #[arg(long, default_value_t = 640)]
+    pub imgsz: usize,
+    /// auto, SGD, AdamW or MuSGD (auto: AdamW for short runs, MuSGD past 10,000 iterations, as ultralytics).
+    #[arg(long, default_value = "auto")]
+    pub optimizer: String,
+    #[arg(long, default_value_t = 0.01)]
+    pub lr0: f64,
+    #[arg(long, default_value_t = 0.01)]
+    pub lrf: f64,
+    #[arg(long, default_value_t = 0.937)]
+    pub momentum: f64,
+    #[arg(long = "weight-decay", default_value_t = 0.0005)]
+    pub weight_decay: f64,
+    #[arg(long = "warmup-epochs", default_value_t = 3.0)]
+    pub warmup_epochs: f64,
+    #[arg(long = "warmup-momentum", default_value_t = 0.8)]
+    pub warmup_momentum: f64,
+    #[arg(long = "warmup-bias-lr", default_value_t = 0.1)]
+    pub warmup_bias_lr: f64,
+    /// Final epochs without mosaic.
+    #[arg(long = "close-mosaic", default_value_t = 10)]
+    pub close_mosaic: usize,
+    /// Cosine instead of linear lr decay.
+    #[arg(long = "cos-lr")]
+    pub cos_lr: bool,
+    #[arg(long, default_value_t = 64)]
+    pub nbs: usize,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Loader threads (default: all cores, at most 8).
+    #[arg(long)]
+    pub workers: Option<usize>,
+    /// Epochs without improvement of mAP50-95 before stopping.
+    #[arg(long, default_value_t = 100)]
+    pub patience: usize,
+    /// Validate only after the final epoch.
+    #[arg(long = "no-val")]
+    pub no_val: bool,
+    /// Validate with the one-to-one head (ultralytics `nms=False`) instead of one-to-many + NMS.
+    #[arg(long)]
+    pub end2end: bool,
+    /// cpu, wgpu[:N] or cuda[:N] (those compiled in).
+    #[arg(long, default_value = "cpu")]
+    pub device: String,
+    /// Run directory; an existing one gets a number appended (runs/train, runs/train2, ...).
+    #[arg(long, default_value = "runs/train")]
+    pub project: PathBuf,
+    /// Continue the run in this directory from its weights/last.state.safetensors (its args.yaml is used).
+    #[arg(long)]
+    pub resume: Option<PathBuf>,
+}
+
+impl TrainCliArgs {
+    fn to_args(&self) -> TrainArgs {
+        TrainArgs {
+            data: self.data.clone(),
+            images: self.images.clone(),
+            model: self.model.clone(),
+            weights: self.weights.clone(),
+            epochs: self.epochs,
+            batch: self.batch,
+            imgsz: self.imgsz,
+            optimizer: self.optimizer.clone(),
+            lr0: self.lr0,
+            lrf: self.lrf,
+            momentum: self.momentum,
+            weight_decay: self.weight_decay,
+            warmup_epochs: self.warmup_epochs,
+            warmup_momentum: self.warmup_momentum,
+            warmup_bias_lr: self.warmup_bias_lr,
+            cos_lr: self.cos_lr,
+            close_mosaic: self.close_mosaic,
+            nbs: self.nbs,
+            seed: self.seed,
+            workers: self.workers,
+            val: !self.no_val,
+            end2end: self.end2end,
+            patience: self.patience,
+            project: self.project.clone(),
+            device: self.device.clone(),
+            ..TrainArgs::default()
+        }
+    }
+}
+
+struct Job(TrainCliArgs);
+
+impl TrainJob for Job {
+    fn run<AB>(self, device: AB::Device) -> Result<(), String>
+    where
+        AB: burn::tensor::backend::AutodiffBackend + yolo26_train::TrainBackend,
+        AB::InnerBackend: yolo26_model::YoloBackend,
+    {
+        let a = self.0;
+        let bar = ProgressBar::hidden();
+        let style =
+            ProgressStyle::with_template("{prefix} {bar:30} {pos}/{len} [{elapsed}<{eta}] {msg}").expect("template");
+        let summary = train::<AB>(a.to_args(), &device, a.resume.as_deref(), |ev| match ev {
+            Event::Info(s) => bar.suspend(|| eprintln!("{s}")),
+            Event::EpochStart { epoch, epochs, batches } => {
+                bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+                bar.set_style(style.clone());
+                bar.set_length(batches as u64);
+                bar.set_position(0);
+                bar.reset_eta();
+                bar.set_prefix(format!("{:>7}", format!("{}/{}", epoch + 1, epochs)));
+                bar.set_message("");
+            }
+            Event::Batch { mean_loss, instances, .. } => {
+                bar.set_message(format!(
+                    "box {:.4} cls {:.4} l1 {:.4} inst {instances}",
+                    mean_loss[0], mean_loss[1], mean_loss[2]
+                ));
+                bar.inc(1);
+            }
+            Event::Validating { .. } => bar.set_message("validating"),
+            Event::EpochEnd(row) => {
+                bar.finish_and_clear();
+                let l = row.train_loss;
+                let m = row.metrics.map_or_else(
+                    || "(not validated)".to_string(),
+                    |m| format!("P {:.3}  R {:.3}  mAP50 {:.3}  mAP50-95 {:.3}", m[0], m[1], m[2], m[3]),
+                );
+                eprintln!(
+                    "epoch {:>3}  box {:.4}  cls {:.4}  l1 {:.4}  |  {m}  ({:.0} s)",
+                    row.epoch, l[0], l[1], l[2], row.time
+                );
+            }
+        })?;
+        eprintln!(
+            "\n{} epochs done; best mAP50-95 {} (epoch {}). Results saved to {}\n  {}\n  {}",
+            summary.rows.len(),
+            summary.best_fitness.map_or("-".into(), |f| format!("{f:.4}")),
+            summary.best_epoch.map_or("-".into(), |e| (e + 1).to_string()),
+            summary.dir.display(),
+            summary.last.display(),
+            summary.best.display()
+        );
+        Ok(())
+    }
+}
+
+pub fn run(a: TrainCliArgs) -> Result<(), String> {
+    let device = a.device.clone();
+    dispatch_train(&device, Job(a))
+}

@@ -1,0 +1,350 @@
+//! ultralytics 8.4.190 optimizers with its parameter groups (`BaseTrainer.build_optimizer`): PyTorch `SGD`
+//! (Nesterov), PyTorch `AdamW`, and ultralytics' `MuSGD` (`optim/muon.py`), each group with its own lr,
+//! momentum and weight decay that the trainer's schedule sets every iteration.
+//!
+//! Groups (ultralytics order): weights with decay, BatchNorm weights (no decay), biases (no decay); under MuSGD
+//! every 2-D/4-D weight goes to a fourth "muon" group, and each group is split into the class-branch parameters
+//! (`model.23.cv3`, `model.23.one2one_cv3`: lr × 3) and the rest, giving eight groups.
+//!
+//! The update of one parameter is [`update`] on flattened 1-D tensors of the inner (non-autodiff) backend;
+//! [`Optimizer::step`] walks the model, clips the gradients' global norm (`clip_grad_norm_(max_norm=10)`) and
+//! applies it. State is keyed by the parameter's ultralytics name, so it survives checkpoints.
+
+mod muon;
+mod state;
+
+use std::collections::HashMap;
+
+use burn::module::{AutodiffModule, ModuleMapper, ModuleVisitor, Param};
+use burn::optim::GradientsParams;
+use burn::prelude::*;
+use burn::tensor::backend::AutodiffBackend;
+
+pub use muon::newton_schulz5;
+pub use state::OptimizerRecord;
+
+use crate::params::{TensorInfo, TensorRole, Walk};
+
+/// Which update rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum OptimizerKind {
+    /// `torch.optim.SGD(nesterov=True)`.
+    Sgd,
+    /// `torch.optim.AdamW(betas=(momentum, 0.999), eps=1e-8)`.
+    AdamW,
+    /// ultralytics `MuSGD(muon=0.2, sgd=1.0, nesterov=True)`.
+    MuSgd,
+}
+
+impl OptimizerKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            OptimizerKind::Sgd => "SGD",
+            OptimizerKind::AdamW => "AdamW",
+            OptimizerKind::MuSgd => "MuSGD",
+        }
+    }
+}
+
+/// The optimizer `build_optimizer` settles on: kind, lr0 and momentum (and whether `auto` zeroed
+/// `warmup_bias_lr`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OptimizerChoice {
+    pub kind: OptimizerKind,
+    pub lr0: f64,
+    pub momentum: f64,
+    /// `optimizer=auto` also sets `warmup_bias_lr = 0`.
+    pub auto: bool,
+}
+
+impl OptimizerChoice {
+    /// ultralytics' rule: `auto` → MuSGD (lr 0.01, momentum 0.9) when `iterations > 10000`, else AdamW with
+    /// `lr = round(0.002·5/(4 + nc), 6)`, momentum 0.9, where `iterations = ceil(n_train / max(batch, nbs))·epochs`.
+    /// Names are matched case-insensitively; an unknown one is an error naming the choices.
+    pub fn resolve(name: &str, lr0: f64, momentum: f64, nc: usize, iterations: usize) -> Result<Self, String> {
+        let kind = match name.to_ascii_lowercase().as_str() {
+            "auto" => {
+                let lr_fit = (0.002 * 5.0 / (4.0 + nc as f64) * 1e6).round_ties_even() / 1e6;
+                return Ok(if iterations > 10000 {
+                    OptimizerChoice { kind: OptimizerKind::MuSgd, lr0: 0.01, momentum: 0.9, auto: true }
+                } else {
+                    OptimizerChoice { kind: OptimizerKind::AdamW, lr0: lr_fit, momentum: 0.9, auto: true }
+                });
+            }
+            "sgd" => OptimizerKind::Sgd,
+            "adamw" => OptimizerKind::AdamW,
+            "musgd" => OptimizerKind::MuSgd,
+            other => return Err(format!("--optimizer {other}: expected auto, SGD, AdamW or MuSGD")),
+        };
+        Ok(OptimizerChoice { kind, lr0, momentum, auto: false })
+    }
+}
+
+/// Which group a tensor belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum GroupKind {
+    /// Weights with weight decay (ultralytics `param_group="weight"`).
+    Weight,
+    /// Normalisation weights, no decay (`"bn"`).
+    Norm,
+    /// Biases, no decay (`"bias"`): the warmup starts their lr at `warmup_bias_lr`.
+    Bias,
+    /// MuSGD's orthogonalised weights (`"muon"`), with weight decay in their SGD part.
+    Muon,
+}
+
+/// One parameter group and the hyper-parameters the schedule sets on it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Group {
+    pub kind: GroupKind,
+    /// MuSGD's lr × 3 class-branch groups.
+    pub boosted: bool,
+    /// `initial_lr` (`lr0`, × 3 when boosted).
+    pub initial_lr: f64,
+    pub lr: f64,
+    pub momentum: f64,
+    pub weight_decay: f64,
+}
+
+/// ultralytics' parameter groups for `kind`: `[weight, bn, bias]`, or under MuSGD
+/// `[weight×3, weight, bn×3, bn, bias×3, bias, muon×3, muon]`.
+pub fn build_groups(kind: OptimizerKind, lr0: f64, momentum: f64, weight_decay: f64) -> Vec<Group> {
+    let g = |kind, boosted: bool, wd| Group {
+        kind,
+        boosted,
+        initial_lr: if boosted { 3.0 * lr0 } else { lr0 },
+        lr: if boosted { 3.0 * lr0 } else { lr0 },
+        momentum,
+        weight_decay: wd,
+    };
+    let base = [(GroupKind::Weight, weight_decay), (GroupKind::Norm, 0.0), (GroupKind::Bias, 0.0)];
+    if kind != OptimizerKind::MuSgd {
+        return base.iter().map(|&(k, wd)| g(k, false, wd)).collect();
+    }
+    base.iter()
+        .chain(&[(GroupKind::Muon, weight_decay)])
+        .flat_map(|&(k, wd)| [g(k, true, wd), g(k, false, wd)])
+        .collect()
+}
+
+/// The group index of a trainable tensor (`None` for buffers).
+pub fn group_index(kind: OptimizerKind, info: &TensorInfo) -> Option<usize> {
+    let base = match info.role {
+        TensorRole::Buffer => return None,
+        TensorRole::Weight if kind == OptimizerKind::MuSgd && matches!(info.shape.len(), 2 | 4) => 3,
+        TensorRole::Weight => 0,
+        TensorRole::NormWeight => 1,
+        TensorRole::Bias => 2,
+    };
+    Some(if kind == OptimizerKind::MuSgd { 2 * base + usize::from(!info.in_cls_head()) } else { base })
+}
+
+/// Per-parameter state: SGD `momentum_buffer`; AdamW `exp_avg`, `exp_avg_sq` and its step count; MuSGD
+/// `momentum_buffer` (Muon) and `momentum_buffer_SGD`.
+#[derive(Clone, Debug)]
+pub struct ParamState<B: Backend> {
+    pub step: u64,
+    pub bufs: Vec<Tensor<B, 1>>,
+}
+
+/// One optimizer step of one parameter, flattened (`shape` is its real shape, for Muon's matrix view).
+/// `state` is `None` on the parameter's first step.
+pub fn update<B: Backend>(
+    kind: OptimizerKind,
+    group: &Group,
+    shape: &[usize],
+    param: Tensor<B, 1>,
+    grad: Tensor<B, 1>,
+    state: Option<ParamState<B>>,
+) -> (Tensor<B, 1>, ParamState<B>) {
+    let (lr, mom, wd) = (group.lr, group.momentum, group.weight_decay);
+    match kind {
+        OptimizerKind::Sgd => {
+            let (p, buf) = sgd_nesterov(param, grad, state.map(|s| s.bufs[0].clone()), lr, mom, wd);
+            (p, ParamState { step: 0, bufs: vec![buf] })
+        }
+        OptimizerKind::AdamW => {
+            // torch `_single_tensor_adam` with decoupled weight decay; beta1 = the group's betas[0], which the
+            // warmup does not touch (ultralytics only ramps a group's "momentum" key, which Adam groups lack).
+            let (beta1, beta2, eps): (f64, f64, f64) = (mom, 0.999, 1e-8);
+            let (step, m, v) = match state {
+                Some(s) => (s.step + 1, s.bufs[0].clone(), s.bufs[1].clone()),
+                None => (1, param.zeros_like(), param.zeros_like()),
+            };
+            let param = if wd != 0.0 { param.mul_scalar(1.0 - lr * wd) } else { param };
+            // exp_avg.lerp_(grad, 1 - beta1)
+            let m = m.clone() + (grad.clone() - m).mul_scalar(1.0 - beta1);
+            let v = v.mul_scalar(beta2) + grad.clone() * grad.mul_scalar(1.0 - beta2);
+            let bc1 = 1.0 - beta1.powf(step as f64);
+            let bc2_sqrt = (1.0 - beta2.powf(step as f64)).sqrt();
+            let denom = v.clone().sqrt().div_scalar(bc2_sqrt).add_scalar(eps);
+            let p = param - (m.clone() / denom).mul_scalar(lr / bc1);
+            (p, ParamState { step, bufs: vec![m, v] })
+        }
+        OptimizerKind::MuSgd if group.kind == GroupKind::Muon => {
+            let (mbuf, sbuf) = match state {
+                Some(s) => (Some(s.bufs[0].clone()), Some(s.bufs[1].clone())),
+                None => (None, None),
+            };
+            // muon_update: Nesterov momentum on the raw gradient (zeros-initialised buffer, EMA form)
+            let mbuf = match mbuf {
+                Some(b) => b.mul_scalar(mom) + grad.clone().mul_scalar(1.0 - mom),
+                None => grad.clone().mul_scalar(1.0 - mom),
+            };
+            let u = mbuf.clone().mul_scalar(mom) + grad.clone().mul_scalar(1.0 - mom);
+            let rows = shape[0];
+            let cols: usize = shape[1..].iter().product();
+            // `max(1, grad.size(-2) / grad.size(-1)) ** 0.5`: rows/cols for a matrix, kh/kw (= 1) for a conv
+            let scale = (shape[shape.len() - 2] as f64 / shape[shape.len() - 1] as f64).max(1.0).sqrt();
+            let o = newton_schulz5(u.reshape([rows, cols])).reshape([rows * cols]).mul_scalar(scale);
+            let param = param - o.mul_scalar(lr * 0.2);
+            // then the SGD part on the updated parameter, lr × 1.0
+            let (p, sbuf) = sgd_nesterov(param, grad, sbuf, lr, mom, wd);
+            (p, ParamState { step: 0, bufs: vec![mbuf, sbuf] })
+        }
+        OptimizerKind::MuSgd => {
+            let (p, buf) = sgd_nesterov(param, grad, state.map(|s| s.bufs[0].clone()), lr, mom, wd);
+            (p, ParamState { step: 0, bufs: vec![buf] })
+        }
+    }
+}
+
+/// torch `SGD(nesterov=True, dampening=0)`: `g += wd·p; buf = g` (first step) `else buf = m·buf + g;
+/// p -= lr·(g + m·buf)`.
+fn sgd_nesterov<B: Backend>(
+    param: Tensor<B, 1>,
+    grad: Tensor<B, 1>,
+    buf: Option<Tensor<B, 1>>,
+    lr: f64,
+    mom: f64,
+    wd: f64,
+) -> (Tensor<B, 1>, Tensor<B, 1>) {
+    let g = if wd != 0.0 { grad + param.clone().mul_scalar(wd) } else { grad };
+    let buf = match buf {
+        Some(b) => b.mul_scalar(mom) + g.clone(),
+        None => g.clone(),
+    };
+    let d = g + buf.clone().mul_scalar(mom);
+    (param - d.mul_scalar(lr), buf)
+}
+
+/// An optimizer over the YOLO26 parameters: its groups (whose `lr`/`momentum` the trainer sets) and per-parameter
+/// state on the inner backend `B`.
+#[derive(Clone, Debug)]
+pub struct Optimizer<B: Backend> {
+    pub kind: OptimizerKind,
+    pub groups: Vec<Group>,
+    pub state: HashMap<String, ParamState<B>>,
+    /// Gradient-norm clipping (`clip_grad_norm_(max_norm=10.0)`); `None` = off.
+    pub max_grad_norm: Option<f64>,
+}
+
+impl<B: Backend> Optimizer<B> {
+    pub fn new(choice: OptimizerChoice, weight_decay: f64) -> Self {
+        Optimizer {
+            kind: choice.kind,
+            groups: build_groups(choice.kind, choice.lr0, choice.momentum, weight_decay),
+            state: HashMap::new(),
+            max_grad_norm: Some(10.0),
+        }
+    }
+
+    /// Clips the gradients (flattened, by parameter name: [`accumulate_grads`]) to their global norm (if set),
+    /// applies one update to every parameter of `model` that has one, and returns the model and the gradient
+    /// norm before clipping (`[1]`, on the device; `None` when there were no gradients).
+    pub fn step<AB, M>(&mut self, model: M, mut grads: HashMap<String, Tensor<B, 1>>) -> (M, Option<Tensor<B, 1>>)
+    where
+        AB: AutodiffBackend<InnerBackend = B>,
+        M: AutodiffModule<AB>,
+    {
+        let Some(total) = grads.values().map(|g| g.clone().square().sum()).reduce(|a, b| a + b).map(Tensor::sqrt)
+        else {
+            return (model, None);
+        };
+        // torch: clip_coef = max_norm / (total_norm + 1e-6), clamped to 1
+        let coef = self
+            .max_grad_norm
+            .map(|m| (total.ones_like().mul_scalar(m) / total.clone().add_scalar(1e-6)).clamp_max(1.0));
+        let mut stepper = Stepper { opt: self, grads: &mut grads, coef, walk: Walk { path: Vec::new(), f: () } };
+        let model = model.map(&mut stepper);
+        (model, Some(total))
+    }
+}
+
+/// Moves the gradients of `model`'s parameters out of `grads` into `acc` (flattened, by ultralytics name), adding
+/// to what `acc` already holds: PyTorch's `.grad` accumulation over `accumulate` batches.
+pub fn accumulate_grads<AB: AutodiffBackend, M: AutodiffModule<AB>>(
+    model: &M,
+    grads: AB::Gradients,
+    acc: &mut HashMap<String, Tensor<AB::InnerBackend, 1>>,
+) {
+    let mut grads = GradientsParams::from_grads(grads, model);
+    let mut c = Collect::<AB::InnerBackend> { grads: &mut grads, acc, walk: Walk { path: Vec::new(), f: () } };
+    model.visit(&mut c);
+}
+
+struct Collect<'a, B: Backend> {
+    grads: &'a mut GradientsParams,
+    acc: &'a mut HashMap<String, Tensor<B, 1>>,
+    walk: Walk<()>,
+}
+
+impl<AB: AutodiffBackend> ModuleVisitor<AB> for Collect<'_, AB::InnerBackend> {
+    fn enter_module(&mut self, name: &str, container_type: &str) {
+        self.walk.path.push((name.to_string(), container_type.to_string()));
+    }
+    fn exit_module(&mut self, _name: &str, _container_type: &str) {
+        self.walk.path.pop();
+    }
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<AB, D>>) {
+        if let Some(g) = self.grads.remove::<AB::InnerBackend, D>(param.id) {
+            let info = self.walk.info(param.id, g.dims().to_vec());
+            let g = g.reshape([info.numel()]);
+            let sum = match self.acc.remove(&info.name) {
+                Some(prev) => prev + g,
+                None => g,
+            };
+            self.acc.insert(info.name, sum);
+        }
+    }
+}
+
+struct Stepper<'a, B: Backend> {
+    opt: &'a mut Optimizer<B>,
+    grads: &'a mut HashMap<String, Tensor<B, 1>>,
+    coef: Option<Tensor<B, 1>>,
+    walk: Walk<()>,
+}
+
+impl<AB: AutodiffBackend> ModuleMapper<AB> for Stepper<'_, AB::InnerBackend> {
+    fn enter_module(&mut self, name: &str, container_type: &str) {
+        self.walk.path.push((name.to_string(), container_type.to_string()));
+    }
+    fn exit_module(&mut self, _name: &str, _container_type: &str) {
+        self.walk.path.pop();
+    }
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<AB, D>>) -> Param<Tensor<AB, D>> {
+        let (id, tensor, mapper) = param.consume();
+        let shape = tensor.dims();
+        let info = self.walk.info(id, shape.to_vec());
+        let (Some(grad), Some(gi)) = (self.grads.remove(&info.name), group_index(self.opt.kind, &info)) else {
+            return Param::from_mapped_value(id, tensor, mapper);
+        };
+        let n = info.numel();
+        let require_grad = tensor.is_require_grad();
+        let mut g = grad;
+        debug_assert_eq!(g.dims()[0], n);
+        if let Some(c) = &self.coef {
+            g = g * c.clone();
+        }
+        let p = tensor.inner().reshape([n]);
+        let state = self.opt.state.remove(&info.name);
+        let (p, st) = update(self.opt.kind, &self.opt.groups[gi], &info.shape, p, g, state);
+        self.opt.state.insert(info.name, st);
+        let mut out = Tensor::<AB, D>::from_inner(p.reshape(shape));
+        if require_grad {
+            out = out.require_grad();
+        }
+        Param::from_mapped_value(id, out, mapper)
+    }
+}

@@ -1,0 +1,68 @@
+//! One training forward: a collated batch on the device, both heads in training mode (BatchNorm on batch
+//! statistics under Autodiff; the one-to-one head on detached neck features, ultralytics `x_detach`) and the
+//! `E2ELoss` (ultralytics `DetectionModel.loss(batch, preds)`).
+
+use burn::prelude::*;
+use burn::tensor::TensorData;
+use yolo26_data::Batch;
+use yolo26_model::postprocess::Anchors;
+use yolo26_model::Yolo26;
+
+use crate::assigner::GtBoxes;
+use crate::backend::TrainBackend;
+use crate::loss::{E2ELoss, E2ELossOutput};
+
+/// `[B, 3, H, W]` f32 in [0, 1] (ultralytics `preprocess_batch`: `img.float() / 255`).
+pub fn batch_images<B: Backend>(batch: &Batch, device: &B::Device) -> Tensor<B, 4> {
+    let data: Vec<f32> = batch.images.iter().map(|&v| v as f32 / 255.0).collect();
+    Tensor::from_data(TensorData::new(data, batch.shape), device)
+}
+
+/// The padded ground truth of a batch (`v8DetectionLoss.preprocess`): `G` = the most boxes of one image,
+/// boxes `xywh2xyxy(xywh · [W, H, W, H])` in input pixels, zero rows as padding.
+pub fn batch_targets<B: Backend>(batch: &Batch, device: &B::Device) -> GtBoxes<B> {
+    let [b, _, h, w] = batch.shape;
+    let mut counts = vec![0usize; b];
+    for t in &batch.targets {
+        counts[t[0] as usize] += 1;
+    }
+    let g = counts.iter().copied().max().unwrap_or(0);
+    let mut boxes = vec![0f32; b * g * 4];
+    let mut labels = vec![0i64; b * g];
+    let mut mask = vec![0f32; b * g];
+    let mut fill = vec![0usize; b];
+    let (wf, hf) = (w as f32, h as f32);
+    for t in &batch.targets {
+        let i = t[0] as usize;
+        let slot = i * g + fill[i];
+        fill[i] += 1;
+        let (cx, cy, bw, bh) = (t[2] * wf, t[3] * hf, t[4] * wf, t[5] * hf);
+        let (dw, dh) = (bw / 2.0, bh / 2.0);
+        boxes[slot * 4..slot * 4 + 4].copy_from_slice(&[cx - dw, cy - dh, cx + dw, cy + dh]);
+        labels[slot] = t[1] as i64;
+        mask[slot] = 1.0;
+    }
+    GtBoxes {
+        bboxes: Tensor::from_data(TensorData::new(boxes, [b, g, 4]), device),
+        labels: Tensor::from_data(TensorData::new(labels, [b, g]), device),
+        mask: Tensor::from_data(TensorData::new(mask, [b, g]), device),
+    }
+}
+
+/// Training forward and loss: `model(img)` with both heads (the one-to-one head on detached features) and
+/// `E2ELoss` with the weights `loss` carries for the current epoch.
+pub fn train_forward<B: TrainBackend>(
+    model: &Yolo26<B>,
+    loss: &E2ELoss,
+    images: Tensor<B, 4>,
+    gt: &GtBoxes<B>,
+) -> E2ELossOutput<B> {
+    let device = images.device();
+    let feats = model.forward_features(images);
+    let shapes: Vec<[usize; 2]> = feats.iter().map(|f| [f.dims()[2], f.dims()[3]]).collect();
+    let head = &model.layer23;
+    let o2m = head.forward_one2many(&feats);
+    let detached: Vec<_> = feats.iter().map(|f| f.clone().detach()).collect();
+    let o2o = head.forward_one2one(&detached);
+    loss.forward(&o2m, &o2o, &Anchors::<B>::new(&shapes, &device), gt)
+}

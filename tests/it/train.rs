@@ -1,0 +1,234 @@
+//! Training: the schedule and the optimizers against ultralytics/PyTorch fixtures
+//! (`tests/fixtures/train/gen_*.py`), optimizer-state round trips, and a short run on the CPU whose resume from
+//! the end of its first epoch gives the same second epoch as the unbroken run.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use burn::backend::{Autodiff, Flex};
+use burn::prelude::*;
+use burn::tensor::TensorData;
+use yolo26_model::weights::read_weights;
+use yolo26_tests::fixture;
+use yolo26_train::optim::{build_groups, group_index, update, Optimizer, OptimizerChoice, OptimizerKind};
+use yolo26_train::params::{TensorInfo, TensorRole};
+use yolo26_train::schedule::{ema_decay, Schedule, ScheduleConfig};
+use yolo26_train::trainer::{train, Event, TrainArgs};
+
+type B = Flex;
+
+#[test]
+fn schedule_matches_ultralytics() {
+    let text =
+        std::fs::read_to_string(fixture("tests/fixtures/train/schedule_reference.json")).expect("schedule fixture");
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    // floats are stored as Python repr() strings: exact through str::parse (serde_json's own float parsing may
+    // be off by one ulp)
+    let f = |x: &serde_json::Value| x.as_str().expect("float as text").parse::<f64>().unwrap();
+    for c in v["cases"].as_array().unwrap() {
+        let epochs = c["epochs"].as_u64().unwrap() as usize;
+        let s = Schedule::new(ScheduleConfig {
+            epochs,
+            batches_per_epoch: c["nb"].as_u64().unwrap() as usize,
+            batch: c["batch"].as_u64().unwrap() as usize,
+            nbs: v["nbs"].as_u64().unwrap() as usize,
+            lrf: f(&c["lrf"]),
+            cos_lr: c["cos_lr"].as_bool().unwrap(),
+            warmup_epochs: f(&c["warmup_epochs"]),
+            warmup_momentum: f(&v["warmup_momentum"]),
+            warmup_bias_lr: f(&c["warmup_bias_lr"]),
+            momentum: f(&v["momentum"]),
+            weight_decay: f(&v["weight_decay"]),
+        });
+        assert_eq!(s.warmup_iters as u64, c["nw"].as_u64().unwrap(), "nw of {c}");
+        assert_eq!(s.accumulate as u64, c["acc0"].as_u64().unwrap());
+        assert_eq!(s.weight_decay, f(&c["weight_decay"]));
+        for (e, lf) in c["lf"].as_array().unwrap().iter().enumerate() {
+            assert_eq!(s.lf(e), f(lf), "lf({e})");
+        }
+        // replay the trainer's state machine: scheduler step per epoch, warmup per iteration
+        let lr0 = f(&c["lr0"]);
+        let (mut lr, mut mom, mut acc) = ([lr0; 3], [0.9; 3], s.accumulate);
+        for row in c["rows"].as_array().unwrap() {
+            let (ni, epoch) = (row["ni"].as_u64().unwrap() as usize, row["epoch"].as_u64().unwrap() as usize);
+            if ni % c["nb"].as_u64().unwrap() as usize == 0 {
+                lr = [lr0 * s.lf(epoch); 3];
+            }
+            if s.in_warmup(ni) {
+                acc = s.warmup_accumulate(ni);
+                for (g, l) in lr.iter_mut().enumerate() {
+                    *l = s.warmup_lr(ni, epoch, lr0, g == 2);
+                }
+                mom = [s.warmup_momentum(ni); 3];
+            }
+            assert_eq!(acc as u64, row["accumulate"].as_u64().unwrap(), "accumulate at {ni}");
+            let want: Vec<f64> = row["lr"].as_array().unwrap().iter().map(f).collect();
+            let want_m: Vec<f64> = row["momentum"].as_array().unwrap().iter().map(f).collect();
+            assert_eq!(lr.to_vec(), want, "lr at ni {ni} of {}", c["epochs"]);
+            assert_eq!(mom.to_vec(), want_m, "momentum at ni {ni}");
+        }
+    }
+    for pair in v["ema_decay"].as_array().unwrap() {
+        let (u, d) = (pair[0].as_u64().unwrap(), f(&pair[1]));
+        assert!((ema_decay(u) - d).abs() <= 1e-15 * d.abs().max(1.0), "ema decay {u}");
+    }
+}
+
+fn role(name: &str) -> TensorRole {
+    if name.contains("bias") {
+        TensorRole::Bias
+    } else if name.contains(".bn.") {
+        TensorRole::NormWeight
+    } else {
+        TensorRole::Weight
+    }
+}
+
+fn vec_of(map: &yolo26_model::weights::WeightMap, key: &str) -> (Vec<usize>, Vec<f32>) {
+    let t = map.tensors.get(key).unwrap_or_else(|| panic!("fixture lacks {key}"));
+    (t.shape.clone(), t.data.clone())
+}
+
+/// Three steps of each optimizer on the fixture's parameters, lr and momentum changing per step as in the
+/// script; compared with PyTorch (SGD, AdamW) and ultralytics' MuSGD (whose Newton–Schulz runs in bf16 there).
+#[test]
+fn optimizers_match_pytorch_and_ultralytics() {
+    let map = read_weights(&fixture("tests/fixtures/train/optim_reference.safetensors")).expect("optimizer fixture");
+    let names: Vec<String> = map.tensors.keys().filter_map(|k| k.strip_prefix("init.")).map(str::to_string).collect();
+    assert_eq!(names.len(), 6);
+    let steps = [(0.3, 0.80), (0.7, 0.85), (1.0, 0.937)];
+    let dev = Default::default();
+    for (kind, tag, tol) in [
+        (OptimizerKind::Sgd, "sgd", 2e-6),
+        (OptimizerKind::AdamW, "adamw", 2e-6),
+        (OptimizerKind::MuSgd, "musgd", 3e-3),
+    ] {
+        let mut groups = build_groups(kind, 0.01, 0.9, 5e-4);
+        let mut state: HashMap<String, _> = HashMap::new();
+        let mut params: HashMap<String, Tensor<B, 1>> = names
+            .iter()
+            .map(|n| {
+                let (_, d) = vec_of(&map, &format!("init.{n}"));
+                let len = d.len();
+                (n.clone(), Tensor::from_data(TensorData::new(d, [len]), &dev))
+            })
+            .collect();
+        for (s, (fac, m)) in steps.iter().enumerate() {
+            for g in &mut groups {
+                g.lr = g.initial_lr * fac;
+                if kind != OptimizerKind::AdamW {
+                    g.momentum = *m;
+                }
+            }
+            for n in &names {
+                let (shape, gd) = vec_of(&map, &format!("grad{s}.{n}"));
+                let len = gd.len();
+                let info = TensorInfo { id: Default::default(), name: n.clone(), shape: shape.clone(), role: role(n) };
+                let gi = group_index(kind, &info).unwrap();
+                let grad = Tensor::<B, 1>::from_data(TensorData::new(gd, [len]), &dev);
+                let (p, st) = update(kind, &groups[gi], &shape, params.remove(n).unwrap(), grad, state.remove(n));
+                state.insert(n.clone(), st);
+                let got = p.clone().into_data().to_vec::<f32>().unwrap();
+                let (_, want) = vec_of(&map, &format!("{tag}.step{s}.{n}"));
+                let scale = want.iter().fold(0f32, |a, v| a.max(v.abs())).max(1e-3);
+                let err = got.iter().zip(&want).fold(0f32, |a, (x, y)| a.max((x - y).abs()));
+                assert!(err <= tol as f32 * scale, "{tag} step {s} {n}: max |diff| {err} (scale {scale})");
+                params.insert(n.clone(), p);
+            }
+        }
+    }
+}
+
+#[test]
+fn auto_optimizer_follows_ultralytics_rule() {
+    let c = OptimizerChoice::resolve("auto", 0.01, 0.937, 80, 10_000).unwrap();
+    assert_eq!((c.kind, c.lr0, c.momentum, c.auto), (OptimizerKind::AdamW, 0.000119, 0.9, true));
+    let c = OptimizerChoice::resolve("auto", 0.01, 0.937, 8, 10_001).unwrap();
+    assert_eq!((c.kind, c.lr0), (OptimizerKind::MuSgd, 0.01));
+    let c = OptimizerChoice::resolve("auto", 0.01, 0.937, 8, 100).unwrap();
+    assert_eq!(c.lr0, 0.000833); // round(0.002 * 5 / 12, 6)
+    let c = OptimizerChoice::resolve("sgd", 0.02, 0.95, 8, 100).unwrap();
+    assert_eq!((c.kind, c.lr0, c.momentum, c.auto), (OptimizerKind::Sgd, 0.02, 0.95, false));
+    let e = OptimizerChoice::resolve("lion", 0.01, 0.9, 8, 1).unwrap_err();
+    assert!(e.contains("lion") && e.contains("MuSGD"), "{e}");
+}
+
+fn args(project: &Path) -> TrainArgs {
+    TrainArgs {
+        data: "synthetic:12@3".into(),
+        epochs: 2,
+        batch: 4,
+        imgsz: 64,
+        nbs: 8,
+        close_mosaic: 1,
+        warmup_epochs: 1.0,
+        workers: Some(2),
+        project: project.to_path_buf(),
+        plots: false,
+        ..TrainArgs::default()
+    }
+}
+
+fn ema_tensors(path: &Path) -> Vec<(String, Vec<f32>)> {
+    read_weights(path).unwrap().tensors.into_iter().map(|(k, v)| (k, v.data)).collect()
+}
+
+/// A run of two epochs, and the same run killed after its first epoch (its state copied away at that point) and
+/// resumed: same second-epoch losses and metrics, same final EMA weights. The state file also carries the
+/// optimizer: its buffers round-trip exactly.
+#[test]
+fn short_cpu_run_writes_outputs_and_resumes_exactly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dev = Default::default();
+    let full = tmp.path().join("full");
+    let killed = tmp.path().join("killed");
+    let mut copied = false;
+    let a = train::<Autodiff<B>>(args(&full), &dev, None, |ev| {
+        if let Event::EpochEnd(row) = &ev {
+            if row.epoch == 1 {
+                // what `kill -9` right after the first epoch leaves on disk
+                std::fs::create_dir_all(killed.join("weights")).unwrap();
+                for f in ["last.state.safetensors", "last.safetensors"] {
+                    std::fs::copy(full.join("weights").join(f), killed.join("weights").join(f)).unwrap();
+                }
+                copied = true;
+            }
+        }
+    })
+    .expect("training run");
+    assert!(copied);
+    assert_eq!(a.rows.len(), 2);
+    for r in &a.rows {
+        assert!(r.train_loss.iter().all(|v| v.is_finite() && *v > 0.0), "{r:?}");
+        assert!(r.metrics.is_some());
+    }
+    for f in ["args.yaml", "results.csv", "weights/last.safetensors", "weights/best.safetensors"] {
+        assert!(full.join(f).is_file(), "{f} missing");
+    }
+    let csv = std::fs::read_to_string(full.join("results.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 3);
+    assert!(csv.starts_with("epoch,time,train/box_loss,train/cls_loss,train/l1_loss,metrics/precision(B)"));
+
+    let b = train::<Autodiff<B>>(args(Path::new("unused")), &dev, Some(&killed), |_| {}).expect("resumed run");
+    assert_eq!(b.rows.len(), 2, "the resumed run keeps the first epoch's row");
+    assert_eq!(b.rows[1].train_loss, a.rows[1].train_loss, "second-epoch losses after resume");
+    assert_eq!(b.rows[1].metrics, a.rows[1].metrics);
+    assert_eq!(b.rows[1].lr, a.rows[1].lr);
+    assert_eq!(
+        ema_tensors(&killed.join("weights/last.safetensors")),
+        ema_tensors(&full.join("weights/last.safetensors"))
+    );
+
+    // the optimizer state file round trip
+    let opt = Optimizer::<B>::new(OptimizerChoice::resolve("sgd", 0.01, 0.9, 2, 1).unwrap(), 5e-4);
+    let (rec, t) = opt.to_record();
+    let back = Optimizer::<B>::from_record(&rec, &t, &dev).unwrap();
+    assert_eq!(back.groups, opt.groups);
+}
+
+#[test]
+fn resume_of_a_missing_run_is_a_clear_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let e = train::<Autodiff<B>>(args(tmp.path()), &Default::default(), Some(tmp.path()), |_| {}).unwrap_err();
+    assert!(e.contains("last.state.safetensors") && e.contains("nothing to resume"), "{e}");
+}
