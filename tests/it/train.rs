@@ -183,9 +183,11 @@ fn short_cpu_run_writes_outputs_and_resumes_exactly() {
     let full = tmp.path().join("full");
     let killed = tmp.path().join("killed");
     let mut copied = false;
+    let mut after_epoch1 = Vec::new();
     let a = train::<Autodiff<B>>(args(&full), &dev, None, |ev| {
         if let Event::EpochEnd(row) = &ev {
             if row.epoch == 1 {
+                after_epoch1 = ema_tensors(&full.join("weights/last.safetensors"));
                 // what `kill -9` right after the first epoch leaves on disk
                 std::fs::create_dir_all(killed.join("weights")).unwrap();
                 for f in ["last.state.safetensors", "last.safetensors"] {
@@ -197,6 +199,12 @@ fn short_cpu_run_writes_outputs_and_resumes_exactly() {
     })
     .expect("training run");
     assert!(copied);
+    // the weights moved in the second epoch (EMA = lerp(EMA, model): it only moves when the model does)
+    let after_epoch2 = ema_tensors(&full.join("weights/last.safetensors"));
+    let moved =
+        after_epoch1.iter().zip(&after_epoch2).filter(|((k, a), (_, b))| k.ends_with(".weight") && a != b).count();
+    let weights = after_epoch2.iter().filter(|(k, _)| k.ends_with(".weight")).count();
+    assert_eq!(moved, weights, "every weight tensor must change while training");
     assert_eq!(a.rows.len(), 2);
     for r in &a.rows {
         assert!(r.train_loss.iter().all(|v| v.is_finite() && *v > 0.0), "{r:?}");

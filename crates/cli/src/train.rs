@@ -123,6 +123,9 @@ impl TrainJob for Job {
     {
         let a = self.0;
         let bar = ProgressBar::hidden();
+        let mut epoch_start = std::time::Instant::now();
+        let mut seen = 0usize;
+        let mut train_secs = 0f64;
         let style =
             ProgressStyle::with_template("{prefix} {bar:30} {pos}/{len} [{elapsed}<{eta}] {msg}").expect("template");
         let summary = train::<AB>(a.to_args(), &device, a.resume.as_deref(), |ev| match ev {
@@ -135,25 +138,39 @@ impl TrainJob for Job {
                 bar.reset_eta();
                 bar.set_prefix(format!("{:>7}", format!("{}/{}", epoch + 1, epochs)));
                 bar.set_message("");
+                epoch_start = std::time::Instant::now();
+                seen = 0;
             }
-            Event::Batch { mean_loss, instances, .. } => {
+            Event::Batch { mean_loss, instances, images, .. } => {
+                seen += images;
                 bar.set_message(format!(
                     "box {:.4} cls {:.4} l1 {:.4} inst {instances}",
                     mean_loss[0], mean_loss[1], mean_loss[2]
                 ));
                 bar.inc(1);
             }
-            Event::Validating { .. } => bar.set_message("validating"),
+            Event::Validating { .. } => {
+                train_secs = epoch_start.elapsed().as_secs_f64();
+                bar.set_message("validating");
+            }
             Event::EpochEnd(row) => {
                 bar.finish_and_clear();
+                if row.metrics.is_none() {
+                    train_secs = epoch_start.elapsed().as_secs_f64();
+                }
                 let l = row.train_loss;
                 let m = row.metrics.map_or_else(
                     || "(not validated)".to_string(),
                     |m| format!("P {:.3}  R {:.3}  mAP50 {:.3}  mAP50-95 {:.3}", m[0], m[1], m[2], m[3]),
                 );
                 eprintln!(
-                    "epoch {:>3}  box {:.4}  cls {:.4}  l1 {:.4}  |  {m}  ({:.0} s)",
-                    row.epoch, l[0], l[1], l[2], row.time
+                    "epoch {:>3}  box {:.4}  cls {:.4}  l1 {:.4}  |  {m}  ({:.1} train img/s, {:.0} s)",
+                    row.epoch,
+                    l[0],
+                    l[1],
+                    l[2],
+                    seen as f64 / train_secs.max(1e-9),
+                    row.time
                 );
             }
         })?;

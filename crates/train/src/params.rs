@@ -10,6 +10,7 @@ use std::collections::HashMap;
 
 use burn::module::{Module, ModuleMapper, ModuleVisitor, Param, ParamId};
 use burn::prelude::*;
+use burn::tensor::backend::AutodiffBackend;
 use yolo26_model::load::ultralytics_key;
 
 /// What a float tensor is to the trainer (ultralytics `BaseTrainer.build_optimizer`'s grouping, plus buffers).
@@ -144,4 +145,30 @@ impl<B: Backend, F: FnMut(&TensorInfo, Tensor<B, 1>) -> Tensor<B, 1>> ModuleMapp
 /// itself).
 pub fn map_named<B: Backend, M: Module<B>>(module: M, f: impl FnMut(&TensorInfo, Tensor<B, 1>) -> Tensor<B, 1>) -> M {
     module.map(&mut MapNamed { walk: Walk { path: Vec::new(), f } })
+}
+
+/// Marks every parameter of an autodiff module as requiring a gradient (BatchNorm running statistics excepted).
+///
+/// Needed after `AutodiffModule::from_inner`: Burn keeps a parameter's `require_grad` flag from its value, and
+/// a tensor of a non-autodiff backend never requires a gradient, so any module mapped on the inner backend (weights
+/// loaded, biases initialised) would come back with no trainable parameter at all.
+pub fn set_trainable<AB: AutodiffBackend, M: Module<AB>>(module: M) -> M {
+    struct Trainable {
+        walk: Walk<()>,
+    }
+    impl<AB: AutodiffBackend> ModuleMapper<AB> for Trainable {
+        fn enter_module(&mut self, name: &str, container_type: &str) {
+            self.walk.path.push((name.to_string(), container_type.to_string()));
+        }
+        fn exit_module(&mut self, _name: &str, _container_type: &str) {
+            self.walk.path.pop();
+        }
+        fn map_float<const D: usize>(&mut self, param: Param<Tensor<AB, D>>) -> Param<Tensor<AB, D>> {
+            let (id, t, mapper) = param.consume();
+            let info = self.walk.info(id, t.dims().to_vec());
+            let t = if info.role == TensorRole::Buffer { t } else { t.require_grad() };
+            Param::from_mapped_value(id, t, mapper)
+        }
+    }
+    module.map(&mut Trainable { walk: Walk { path: Vec::new(), f: () } })
 }

@@ -33,7 +33,7 @@ use crate::backend::TrainBackend;
 use crate::ema::ModelEma;
 use crate::loss::{E2ELoss, LossGains};
 use crate::optim::{accumulate_grads, GroupKind, Optimizer, OptimizerChoice, OptimizerKind};
-use crate::params::map_named;
+use crate::params::{map_named, set_trainable};
 use crate::schedule::{Schedule, ScheduleConfig};
 use crate::step::{batch_images, batch_targets, train_forward};
 use crate::val::{validate, ValConfig};
@@ -229,7 +229,7 @@ where
                 args.epochs
             )));
             let ema = ModelEma::new(r.ema, r.state.ema_updates);
-            (Yolo26::<AB>::from_inner(r.model), ema, opt, r.state, r.pending_grads)
+            (set_trainable(Yolo26::<AB>::from_inner(r.model)), ema, opt, r.state, r.pending_grads)
         }
         None => {
             AB::InnerBackend::seed(device, args.seed);
@@ -254,7 +254,7 @@ where
                 names: names.clone(),
                 rows: Vec::new(),
             };
-            (Yolo26::<AB>::from_inner(model), ema, opt, st, HashMap::new())
+            (set_trainable(Yolo26::<AB>::from_inner(model)), ema, opt, st, HashMap::new())
         }
     };
     let mut model: Yolo26<AB> = model;
@@ -294,7 +294,10 @@ where
             let images = batch_images::<AB>(&batch, device);
             let gt = batch_targets::<AB>(&batch, device);
             let out = train_forward(&model, &loss, images, &gt);
-            let items = out.terms.items.clone().into_data().convert::<f64>().to_vec::<f64>().unwrap_or_default();
+            // logged items: the one-to-one branch's, per image (ultralytics `E2ELoss` returns
+            // `loss_one2one[1]`, the detached items before the batch-size factor)
+            let items = out.one2one.items.clone().div_scalar(batch.len() as f64);
+            let items = items.into_data().convert::<f64>().to_vec::<f64>().unwrap_or_default();
             if items.len() != 3 || items.iter().any(|v| !v.is_finite()) {
                 return Err(format!(
                     "non-finite loss {items:?} (box, cls, l1) at epoch {}, batch {i} (iteration {ni}); the run \
