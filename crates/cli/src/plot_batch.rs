@@ -5,9 +5,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
-use image::RgbImage;
-use yolo26_augment::{plot_batch, Sample};
-use yolo26_data::{Batch, DataSource, Split, TrainLoader, TrainLoaderConfig};
+use yolo26_augment::plot_batch;
+use yolo26_data::{DataSource, Split, TrainLoader, TrainLoaderConfig};
 
 #[derive(Args, Debug, Clone)]
 pub struct PlotBatchArgs {
@@ -35,29 +34,6 @@ pub struct PlotBatchArgs {
     pub out: PathBuf,
 }
 
-/// The images and pixel boxes of a collated batch (`[B, 3, H, W]` CHW u8, targets normalised to W, H).
-fn samples(b: &Batch) -> Result<Vec<Sample>, String> {
-    let [n, _, h, w] = b.shape;
-    (0..n)
-        .map(|i| {
-            let plane = h * w;
-            let chw = &b.images[i * 3 * plane..(i + 1) * 3 * plane];
-            let mut hwc = Vec::with_capacity(3 * plane);
-            for p in 0..plane {
-                hwc.extend([chw[p], chw[plane + p], chw[2 * plane + p]]);
-            }
-            let img = RgbImage::from_raw(w as u32, h as u32, hwc).ok_or("batch image buffer size")?;
-            let labels: Vec<(u32, [f32; 4])> = b
-                .targets
-                .iter()
-                .filter(|t| t[0] as usize == i)
-                .map(|t| (t[1] as u32, [t[2], t[3], t[4], t[5]]))
-                .collect();
-            Sample::from_normalized_xywh(img, &labels).map_err(|e| e.to_string())
-        })
-        .collect()
-}
-
 pub fn run(a: PlotBatchArgs) -> Result<(), String> {
     if a.batch == 0 || a.imgsz == 0 || !a.imgsz.is_multiple_of(32) {
         return Err("--batch must be >= 1 and --imgsz a positive multiple of 32".into());
@@ -73,7 +49,7 @@ pub fn run(a: PlotBatchArgs) -> Result<(), String> {
     for (i, b) in loader.epoch(a.epoch).map_err(|e| e.to_string())?.take(a.batches).enumerate() {
         let b = b.map_err(|e| e.to_string())?;
         let path = a.out.join(format!("train_batch{i}.jpg"));
-        plot_batch(&samples(&b)?, &names, &path).map_err(|e| e.to_string())?;
+        plot_batch(&b.samples().map_err(|e| e.to_string())?, &names, &path).map_err(|e| e.to_string())?;
         println!("{}", path.display());
     }
     Ok(())

@@ -69,6 +69,31 @@ impl Batch {
     pub fn is_empty(&self) -> bool {
         self.shape[0] == 0
     }
+
+    /// The images (back to HWC) and their pixel boxes, e.g. for `yolo26_augment::plot_batch` (ultralytics
+    /// `plot_training_samples`).
+    pub fn samples(&self) -> Result<Vec<yolo26_augment::Sample>, DataError> {
+        let [n, _, h, w] = self.shape;
+        let plane = h * w;
+        (0..n)
+            .map(|i| {
+                let chw = &self.images[i * 3 * plane..(i + 1) * 3 * plane];
+                let mut hwc = Vec::with_capacity(3 * plane);
+                for p in 0..plane {
+                    hwc.extend([chw[p], chw[plane + p], chw[2 * plane + p]]);
+                }
+                let img = image::RgbImage::from_raw(w as u32, h as u32, hwc)
+                    .ok_or_else(|| DataError::Loader("batch image buffer size".into()))?;
+                let labels: Vec<(u32, [f32; 4])> = self
+                    .targets
+                    .iter()
+                    .filter(|t| t[0] as usize == i)
+                    .map(|t| (t[1] as u32, [t[2], t[3], t[4], t[5]]))
+                    .collect();
+                Ok(yolo26_augment::Sample::from_normalized_xywh(img, &labels)?)
+            })
+            .collect()
+    }
 }
 
 /// One prepared image of a batch.

@@ -4,6 +4,7 @@
 
 mod confusion;
 mod curves;
+mod results;
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -12,6 +13,7 @@ use plotters::style::RGBColor;
 
 pub use confusion::plot_confusion_matrix;
 pub use curves::{plot_mc_curve, plot_pr_curve};
+pub use results::plot_results;
 
 use crate::error::EvalError;
 

@@ -6,7 +6,7 @@
 //!   `model.load_state_dict(safetensors.torch.load_file(...))` read.
 //! - `weights/last.state.safetensors`: everything `--resume` needs: the training weights (`train.<name>`), the
 //!   EMA (`ema.<name>`), the optimizer buffers (`optim.<name>.<i>`), gradients accumulated towards the next
-//!   optimizer step (`grad.<name>`), and [`TrainState`] as JSON in the metadata key `yolo26_train_state`.
+//!   optimizer step (`grad.<name>`), and [`TrainState`] as YAML in the metadata key `yolo26_train_state`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -20,8 +20,19 @@ use yolo26_model::Yolo26;
 use super::config::TrainArgs;
 use crate::optim::OptimizerRecord;
 
-/// Metadata key of the JSON [`TrainState`].
+/// Metadata key of the [`TrainState`] (YAML text).
 pub const STATE_KEY: &str = "yolo26_train_state";
+
+/// The state as YAML: floats are written as their shortest round-trip text and read back with Rust's exact
+/// `str::parse` (serde_json's default float parsing may be one ulp off, which would make a resume inexact).
+pub fn state_text(state: &TrainState) -> Result<String, String> {
+    serde_yaml::to_string(state).map_err(|e| format!("training state: {e}"))
+}
+
+/// Reads [`state_text`]'s output; `path` names the file in errors.
+pub fn parse_state(text: &str, path: &Path) -> Result<TrainState, String> {
+    serde_yaml::from_str(text).map_err(|e| format!("{}: bad '{STATE_KEY}' metadata: {e}", path.display()))
+}
 
 /// The scalars of a run at the end of an epoch.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -81,10 +92,10 @@ pub fn save_state<B: Backend>(
         let data = host(g);
         tensors.insert(format!("grad.{k}"), WeightTensor { shape: vec![data.len()], dtype: FileDType::F32, data });
     }
-    let json = serde_json::to_string(state).map_err(|e| e.to_string())?;
+    let text = state_text(state)?;
     let map = WeightMap { tensors, ..Default::default() };
     let bytes =
-        safetensors_bytes(&map, path, FileDType::F32, &[(STATE_KEY.to_string(), json)]).map_err(|e| e.to_string())?;
+        safetensors_bytes(&map, path, FileDType::F32, &[(STATE_KEY.to_string(), text)]).map_err(|e| e.to_string())?;
     write_atomic(path, &bytes).map_err(|e| e.to_string())
 }
 
@@ -112,8 +123,7 @@ pub fn load_state<B: Backend>(
         .as_ref()
         .and_then(|m| m.get(STATE_KEY))
         .ok_or_else(|| format!("{}: no '{STATE_KEY}' metadata (not written by yolo26 train)", path.display()))?;
-    let state: TrainState =
-        serde_json::from_str(json).map_err(|e| format!("{}: bad '{STATE_KEY}' metadata: {e}", path.display()))?;
+    let state = parse_state(json, path)?;
     let all = yolo26_model::weights::safetensors_io::read_safetensors_bytes(&bytes, path).map_err(|e| e.to_string())?;
     let mut parts: HashMap<&str, WeightMap> = HashMap::new();
     let mut optim_tensors = BTreeMap::new();
@@ -139,4 +149,44 @@ pub fn load_state<B: Backend>(
     let model = load("train")?;
     let ema = load("ema")?;
     Ok(Restored { state, model, ema, optim_tensors, pending_grads })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::optim::{build_groups, OptimizerKind};
+    use crate::trainer::results::EpochRow;
+
+    /// Floats survive the state text bit for bit (3.9905648231506348 is one that serde_json reads back one ulp off).
+    #[test]
+    fn state_text_round_trips_floats_exactly() {
+        let awkward = [3.9905648231506348, 0.1 + 0.2, 1.0 / 3.0, 5.553333333333334e-4, f64::MIN_POSITIVE, 1e300];
+        let mut groups = build_groups(OptimizerKind::MuSgd, awkward[3], awkward[1], awkward[2]);
+        groups[0].lr = awkward[0];
+        let state = TrainState {
+            epoch: 3,
+            ema_updates: 17,
+            best_fitness: Some(awkward[2]),
+            best_epoch: Some(2),
+            last_opt_step: -1,
+            accumulate: 4,
+            optimizer: OptimizerRecord {
+                kind: OptimizerKind::MuSgd,
+                groups,
+                max_grad_norm: Some(10.0),
+                params: [("model.0.conv.weight".to_string(), (5, 2))].into_iter().collect(),
+            },
+            args: TrainArgs { lr0: awkward[5], ..TrainArgs::default() },
+            names: vec!["a: b".into(), "-".into()],
+            rows: vec![EpochRow {
+                epoch: 1,
+                time: awkward[4],
+                train_loss: [awkward[0], awkward[1], awkward[2]],
+                metrics: Some([awkward[0], 0.0, awkward[3], 1.0]),
+                lr: awkward.to_vec(),
+            }],
+        };
+        let back = parse_state(&state_text(&state).unwrap(), Path::new("x")).unwrap();
+        assert_eq!(back, state);
+    }
 }

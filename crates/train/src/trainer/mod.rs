@@ -280,6 +280,12 @@ where
     let last = wdir.join("last.safetensors");
     let best = wdir.join("best.safetensors");
     let mut stale = 0usize;
+    let mut plot_idx = vec![0, 1, 2];
+    if args.close_mosaic > 0 && args.close_mosaic <= args.epochs {
+        let base = (args.epochs - args.close_mosaic) * nb;
+        plot_idx.extend([base, base + 1, base + 2]);
+    }
+    let mut best_report = None;
     for epoch in start_epoch..args.epochs {
         loss.set_epoch(epoch);
         scheduler_step(&mut opt, &schedule, epoch);
@@ -288,6 +294,12 @@ where
         for (i, batch) in loader.epoch(epoch).map_err(|e| e.to_string())?.enumerate() {
             let batch = batch.map_err(|e| format!("epoch {}, batch {i}: {e}", epoch + 1))?;
             let ni = i + nb * epoch;
+            if args.plots && plot_idx.contains(&ni) {
+                // ultralytics plot_training_samples: the first three batches, and three after close_mosaic
+                let path = dir.join(format!("train_batch{ni}.jpg"));
+                let samples = batch.samples().map_err(|e| e.to_string())?;
+                yolo26_augment::plot_batch(&samples, &names, &path).map_err(|e| format!("{}: {e}", path.display()))?;
+            }
             if let Some(acc) = warmup(&mut opt, &schedule, ni, epoch) {
                 st.accumulate = acc;
             }
@@ -338,6 +350,7 @@ where
             let report =
                 validate(ema.model.clone(), val_set.clone(), &vcfg, device, |_, _| {}).map_err(|e| e.to_string())?;
             let r = report.results();
+            best_report = Some(report);
             Some([r.precision, r.recall, r.map50, r.map])
         } else {
             None
@@ -351,6 +364,9 @@ where
         };
         st.rows.push(row.clone());
         results::write_csv(&st.rows, &dir.join("results.csv"))?;
+        if args.plots {
+            results::plot(&st.rows, &dir.join("results.png"))?;
+        }
         let fitness = metrics.map(|m| m[3]);
         let improved = match (fitness, st.best_fitness) {
             (Some(f), Some(b)) => f >= b,
@@ -371,7 +387,13 @@ where
         checkpoint::save_weights(&ema.model, &names, &last)?;
         if improved {
             checkpoint::save_weights(&ema.model, &names, &best)?;
+            // the validation outputs of the best epoch (metrics.json, per_class.csv, PR/F1/P/R curves, confusion
+            // matrices), as ultralytics leaves those of its final validation of best.pt
+            if let Some(report) = best_report.take() {
+                report.write(&dir, args.plots).map_err(|e| e.to_string())?;
+            }
         }
+        best_report = None;
         checkpoint::save_state(
             &wdir.join("last.state.safetensors"),
             &st,
@@ -411,7 +433,7 @@ fn read_state_only(path: &Path) -> Result<TrainState, String> {
         .as_ref()
         .and_then(|m| m.get(checkpoint::STATE_KEY))
         .ok_or_else(|| format!("{}: not written by yolo26 train (no state metadata)", path.display()))?;
-    serde_json::from_str(json).map_err(|e| format!("{}: bad state metadata: {e}", path.display()))
+    checkpoint::parse_state(json, path)
 }
 
 /// `DIR`, or `DIR2`, `DIR3`, … the first that does not exist (ultralytics `increment_path`).

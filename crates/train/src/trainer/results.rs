@@ -58,3 +58,31 @@ pub fn csv(rows: &[EpochRow]) -> String {
 pub fn write_csv(rows: &[EpochRow], path: &Path) -> Result<(), String> {
     write_atomic(path, csv(rows).as_bytes()).map_err(|e| e.to_string())
 }
+
+/// `results.png` (ultralytics `plot_results`): one panel per column of `results.csv` but the lrs.
+pub fn plot(rows: &[EpochRow], path: &Path) -> Result<(), String> {
+    let names = [
+        "train/box_loss",
+        "train/cls_loss",
+        "train/l1_loss",
+        "metrics/precision(B)",
+        "metrics/recall(B)",
+        "metrics/mAP50(B)",
+        "metrics/mAP50-95(B)",
+    ];
+    let panels: Vec<(String, Vec<(f64, f64)>)> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let pts = rows
+                .iter()
+                .filter_map(|r| {
+                    let v = if i < 3 { Some(r.train_loss[i]) } else { r.metrics.map(|m| m[i - 3]) };
+                    v.map(|v| (r.epoch as f64, v))
+                })
+                .collect();
+            (n.to_string(), pts)
+        })
+        .collect();
+    yolo26_eval::plots::plot_results(path, &panels).map_err(|e| e.to_string())
+}
