@@ -29,7 +29,15 @@ pub fn plot_results(path: &Path, panels: &[(String, Vec<(f64, f64)>)]) -> Result
             let (x0, x1) = pts.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| (a.min(p.0), b.max(p.0)));
             let (y0, y1) = pts.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| (a.min(p.1), b.max(p.1)));
             let (x0, x1) = if pts.is_empty() { (0.0, 1.0) } else { (x0, if x1 > x0 { x1 } else { x0 + 1.0 }) };
-            let pad = if pts.is_empty() { 0.5 } else { ((y1 - y0).abs() * 0.05).max(1e-9) };
+            // a flat series gets a visible range around its value
+            let spread = (y1 - y0).abs();
+            let pad = if pts.is_empty() {
+                0.5
+            } else if spread < 1e-12 {
+                (y0.abs() * 0.1).max(0.05)
+            } else {
+                spread * 0.05
+            };
             let (y0, y1) = if pts.is_empty() { (0.0, 1.0) } else { (y0 - pad, y1 + pad) };
             let mut chart = ChartBuilder::on(&area)
                 .caption(title, (FONT, 18))
