@@ -75,7 +75,8 @@ pub struct TrainCliArgs {
     /// Run directory; an existing one gets a number appended (runs/train, runs/train2, ...).
     #[arg(long, default_value = "runs/train")]
     pub project: PathBuf,
-    /// Continue the run in this directory from its weights/last.state.safetensors (its args.yaml is used).
+    /// Continue the run in this directory from its weights/last.state.safetensors, with its saved arguments (only
+    /// --device and --workers are taken from this command line).
     #[arg(long)]
     pub resume: Option<PathBuf>,
 }

@@ -108,6 +108,18 @@ pub struct Restored<B: Backend> {
     pub pending_grads: HashMap<String, Tensor<B, 1>>,
 }
 
+/// The [`TrainState`] in the metadata of a state file's bytes (no tensor is read).
+pub fn state_of(bytes: &[u8], path: &Path) -> Result<TrainState, String> {
+    let (_, meta) = safetensors::SafeTensors::read_metadata(bytes)
+        .map_err(|e| format!("{}: not a training state file: {e}", path.display()))?;
+    let text = meta
+        .metadata()
+        .as_ref()
+        .and_then(|m| m.get(STATE_KEY))
+        .ok_or_else(|| format!("{}: no '{STATE_KEY}' metadata (not written by yolo26 train)", path.display()))?;
+    parse_state(text, path)
+}
+
 /// Reads a state file written by [`save_state`]; `init` builds an empty model of the run's scale and classes.
 /// Errors name the file and what is missing or wrong.
 pub fn load_state<B: Backend>(
@@ -116,14 +128,7 @@ pub fn load_state<B: Backend>(
     init: impl Fn() -> Yolo26<B>,
 ) -> Result<Restored<B>, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let (_, meta) = safetensors::SafeTensors::read_metadata(&bytes)
-        .map_err(|e| format!("{}: not a training state file: {e}", path.display()))?;
-    let json = meta
-        .metadata()
-        .as_ref()
-        .and_then(|m| m.get(STATE_KEY))
-        .ok_or_else(|| format!("{}: no '{STATE_KEY}' metadata (not written by yolo26 train)", path.display()))?;
-    let state = parse_state(json, path)?;
+    let state = state_of(&bytes, path)?;
     let all = yolo26_model::weights::safetensors_io::read_safetensors_bytes(&bytes, path).map_err(|e| e.to_string())?;
     let mut parts: HashMap<&str, WeightMap> = HashMap::new();
     let mut optim_tensors = BTreeMap::new();

@@ -126,8 +126,8 @@ fn warmup<B: Backend>(opt: &mut Optimizer<B>, schedule: &Schedule, ni: usize, ep
 }
 
 /// Trains YOLO26 as `args` says, on the autodiff backend `AB` (validation on its inner backend). With `resume`,
-/// continues the run in that directory from its `weights/last.state.safetensors` (its `args.yaml` wins over
-/// `args`, except `device` and `workers`).
+/// continues the run in that directory from its `weights/last.state.safetensors`, with the arguments saved there
+/// (of `args`, only `device` and `workers` are used).
 pub fn train<AB>(
     mut args: TrainArgs,
     device: &AB::Device,
@@ -426,14 +426,7 @@ where
 /// The [`TrainState`] of a state file without loading its tensors into a model (the scale is not known before).
 fn read_state_only(path: &Path) -> Result<TrainState, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let (_, meta) = safetensors::SafeTensors::read_metadata(&bytes)
-        .map_err(|e| format!("{}: not a training state file: {e}", path.display()))?;
-    let json = meta
-        .metadata()
-        .as_ref()
-        .and_then(|m| m.get(checkpoint::STATE_KEY))
-        .ok_or_else(|| format!("{}: not written by yolo26 train (no state metadata)", path.display()))?;
-    checkpoint::parse_state(json, path)
+    checkpoint::state_of(&bytes, path)
 }
 
 /// `DIR`, or `DIR2`, `DIR3`, … the first that does not exist (ultralytics `increment_path`).

@@ -22,23 +22,21 @@ pub struct EpochRow {
     pub lr: Vec<f64>,
 }
 
+/// The per-epoch value columns: the three train losses, then P, R, mAP50, mAP50-95.
+const VALUE_COLUMNS: [&str; 7] = [
+    "train/box_loss",
+    "train/cls_loss",
+    "train/l1_loss",
+    "metrics/precision(B)",
+    "metrics/recall(B)",
+    "metrics/mAP50(B)",
+    "metrics/mAP50-95(B)",
+];
+
 /// The CSV text of `rows`.
 pub fn csv(rows: &[EpochRow]) -> String {
     let groups = rows.iter().map(|r| r.lr.len()).max().unwrap_or(0);
-    let mut head: Vec<String> = [
-        "epoch",
-        "time",
-        "train/box_loss",
-        "train/cls_loss",
-        "train/l1_loss",
-        "metrics/precision(B)",
-        "metrics/recall(B)",
-        "metrics/mAP50(B)",
-        "metrics/mAP50-95(B)",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let mut head: Vec<String> = ["epoch", "time"].iter().chain(&VALUE_COLUMNS).map(|s| s.to_string()).collect();
     head.extend((0..groups).map(|g| format!("lr/pg{g}")));
     let mut out = head.join(",") + "\n";
     for r in rows {
@@ -61,16 +59,7 @@ pub fn write_csv(rows: &[EpochRow], path: &Path) -> Result<(), String> {
 
 /// `results.png` (ultralytics `plot_results`): one panel per column of `results.csv` but the lrs.
 pub fn plot(rows: &[EpochRow], path: &Path) -> Result<(), String> {
-    let names = [
-        "train/box_loss",
-        "train/cls_loss",
-        "train/l1_loss",
-        "metrics/precision(B)",
-        "metrics/recall(B)",
-        "metrics/mAP50(B)",
-        "metrics/mAP50-95(B)",
-    ];
-    let panels: Vec<(String, Vec<(f64, f64)>)> = names
+    let panels: Vec<(String, Vec<(f64, f64)>)> = VALUE_COLUMNS
         .iter()
         .enumerate()
         .map(|(i, n)| {
