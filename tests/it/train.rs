@@ -230,6 +230,10 @@ fn short_cpu_run_writes_outputs_and_resumes_exactly() {
     ] {
         assert!(full.join(f).is_file(), "{f} missing");
     }
+    // the saved weights are what `predict` / `val` load: an ultralytics-named state_dict with the class names
+    let best = read_weights(&full.join("weights/best.safetensors")).unwrap();
+    assert_eq!(best.names.as_ref().map(Vec::len), Some(8), "the synthetic set's 8 class names");
+    yolo26_model::detector::load_model::<B>(yolo26_model::Scale::N, &best, None, &dev).expect("best.safetensors loads");
     let csv = std::fs::read_to_string(full.join("results.csv")).unwrap();
     assert_eq!(csv.lines().count(), 3);
     assert!(csv.starts_with("epoch,time,train/box_loss,train/cls_loss,train/l1_loss,metrics/precision(B)"));
