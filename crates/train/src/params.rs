@@ -13,6 +13,20 @@ use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use yolo26_model::load::ultralytics_key;
 
+/// The `enter_module` / `exit_module` pair of a `ModuleVisitor` or `ModuleMapper` that keeps the module path
+/// (`Vec<(name, container type)>`, what `ultralytics_key` reads) in the field `self.<field path>`.
+macro_rules! track_module_path {
+    ($($field:ident).+) => {
+        fn enter_module(&mut self, name: &str, container_type: &str) {
+            self.$($field).+.push((name.to_string(), container_type.to_string()));
+        }
+        fn exit_module(&mut self, _name: &str, _container_type: &str) {
+            self.$($field).+.pop();
+        }
+    };
+}
+pub(crate) use track_module_path;
+
 /// What a float tensor is to the trainer (ultralytics `BaseTrainer.build_optimizer`'s grouping, plus buffers).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TensorRole {
@@ -76,12 +90,7 @@ impl<F> Walk<F> {
 }
 
 impl<B: Backend, F: FnMut(&TensorInfo, Tensor<B, 1>)> ModuleVisitor<B> for Walk<F> {
-    fn enter_module(&mut self, name: &str, container_type: &str) {
-        self.path.push((name.to_string(), container_type.to_string()));
-    }
-    fn exit_module(&mut self, _name: &str, _container_type: &str) {
-        self.path.pop();
-    }
+    track_module_path!(path);
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
         let t = param.val();
         let info = self.info(param.id, t.dims().to_vec());
@@ -117,12 +126,7 @@ pub(crate) struct MapNamed<F> {
 }
 
 impl<B: Backend, F: FnMut(&TensorInfo, Tensor<B, 1>) -> Tensor<B, 1>> ModuleMapper<B> for MapNamed<F> {
-    fn enter_module(&mut self, name: &str, container_type: &str) {
-        self.walk.path.push((name.to_string(), container_type.to_string()));
-    }
-    fn exit_module(&mut self, _name: &str, _container_type: &str) {
-        self.walk.path.pop();
-    }
+    track_module_path!(walk.path);
     fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
         let (id, t, mapper) = param.consume();
         let shape = t.dims();
@@ -157,12 +161,7 @@ pub fn set_trainable<AB: AutodiffBackend, M: Module<AB>>(module: M) -> M {
         walk: Walk<()>,
     }
     impl<AB: AutodiffBackend> ModuleMapper<AB> for Trainable {
-        fn enter_module(&mut self, name: &str, container_type: &str) {
-            self.walk.path.push((name.to_string(), container_type.to_string()));
-        }
-        fn exit_module(&mut self, _name: &str, _container_type: &str) {
-            self.walk.path.pop();
-        }
+        track_module_path!(walk.path);
         fn map_float<const D: usize>(&mut self, param: Param<Tensor<AB, D>>) -> Param<Tensor<AB, D>> {
             let (id, t, mapper) = param.consume();
             let info = self.walk.info(id, t.dims().to_vec());

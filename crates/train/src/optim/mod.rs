@@ -23,7 +23,7 @@ use burn::tensor::backend::AutodiffBackend;
 pub use muon::newton_schulz5;
 pub use state::OptimizerRecord;
 
-use crate::params::{TensorInfo, TensorRole, Walk};
+use crate::params::{track_module_path, TensorInfo, TensorRole, Walk};
 
 /// Which update rule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -290,12 +290,7 @@ struct Collect<'a, B: Backend> {
 }
 
 impl<AB: AutodiffBackend> ModuleVisitor<AB> for Collect<'_, AB::InnerBackend> {
-    fn enter_module(&mut self, name: &str, container_type: &str) {
-        self.walk.path.push((name.to_string(), container_type.to_string()));
-    }
-    fn exit_module(&mut self, _name: &str, _container_type: &str) {
-        self.walk.path.pop();
-    }
+    track_module_path!(walk.path);
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<AB, D>>) {
         if let Some(g) = self.grads.remove::<AB::InnerBackend, D>(param.id) {
             let info = self.walk.info(param.id, g.dims().to_vec());
@@ -317,12 +312,7 @@ struct Stepper<'a, B: Backend> {
 }
 
 impl<AB: AutodiffBackend> ModuleMapper<AB> for Stepper<'_, AB::InnerBackend> {
-    fn enter_module(&mut self, name: &str, container_type: &str) {
-        self.walk.path.push((name.to_string(), container_type.to_string()));
-    }
-    fn exit_module(&mut self, _name: &str, _container_type: &str) {
-        self.walk.path.pop();
-    }
+    track_module_path!(walk.path);
     fn map_float<const D: usize>(&mut self, param: Param<Tensor<AB, D>>) -> Param<Tensor<AB, D>> {
         let (id, tensor, mapper) = param.consume();
         let shape = tensor.dims();
