@@ -4,12 +4,14 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use burn::backend::{Autodiff, Flex};
 use burn::prelude::*;
 use burn::tensor::TensorData;
 use yolo26_model::weights::read_weights;
 use yolo26_tests::fixture;
+use yolo26_train::learner::Ui;
 use yolo26_train::optim::{build_groups, group_index, update, Optimizer, OptimizerChoice, OptimizerKind};
 use yolo26_train::params::{TensorInfo, TensorRole};
 use yolo26_train::schedule::{ema_decay, Schedule, ScheduleConfig};
@@ -183,23 +185,24 @@ fn short_cpu_run_writes_outputs_and_resumes_exactly() {
     let dev = Default::default();
     let full = tmp.path().join("full");
     let killed = tmp.path().join("killed");
-    let mut copied = false;
-    let mut after_epoch1 = Vec::new();
-    let a = train::<Autodiff<B>>(args(&full), &dev, None, |ev| {
+    // what the run left after its first epoch: (EMA weights, copied) — the callback must be 'static and Send
+    let after1 = Arc::new(Mutex::new(None));
+    let (full2, killed2, after1b) = (full.clone(), killed.clone(), after1.clone());
+    let a = train::<Autodiff<B>>(args(&full), &dev, None, Ui::Quiet, move |ev| {
         if let Event::EpochEnd(row) = &ev {
             if row.epoch == 1 {
-                after_epoch1 = ema_tensors(&full.join("weights/last.safetensors"));
+                let ema = ema_tensors(&full2.join("weights/last.safetensors"));
                 // what `kill -9` right after the first epoch leaves on disk
-                std::fs::create_dir_all(killed.join("weights")).unwrap();
+                std::fs::create_dir_all(killed2.join("weights")).unwrap();
                 for f in ["last.state.safetensors", "last.safetensors"] {
-                    std::fs::copy(full.join("weights").join(f), killed.join("weights").join(f)).unwrap();
+                    std::fs::copy(full2.join("weights").join(f), killed2.join("weights").join(f)).unwrap();
                 }
-                copied = true;
+                *after1b.lock().unwrap() = Some(ema);
             }
         }
     })
     .expect("training run");
-    assert!(copied);
+    let after_epoch1 = after1.lock().unwrap().take().expect("the state after epoch 1 was copied");
     // the weights moved in the second epoch (EMA = lerp(EMA, model): it only moves when the model does). Only the
     // one-to-one box branch of a level may stay: with one anchor per object (topk 1) at 64 px, a level without a
     // foreground anchor gets no box-loss gradient, as in ultralytics.
@@ -238,7 +241,9 @@ fn short_cpu_run_writes_outputs_and_resumes_exactly() {
     assert_eq!(csv.lines().count(), 3);
     assert!(csv.starts_with("epoch,time,train/box_loss,train/cls_loss,train/l1_loss,metrics/precision(B)"));
 
-    let b = train::<Autodiff<B>>(args(Path::new("unused")), &dev, Some(&killed), |_| {}).expect("resumed run");
+    // (through burn-train's line renderer this time: the lines go to the captured stdout)
+    let b =
+        train::<Autodiff<B>>(args(Path::new("unused")), &dev, Some(&killed), Ui::Lines, |_| {}).expect("resumed run");
     assert_eq!(b.rows.len(), 2, "the resumed run keeps the first epoch's row");
     // Flex is not bit-deterministic from run to run (its parallel reductions split work dynamically: two unbroken
     // runs of this test differ by ~1e-6 relative in the second epoch), so the resumed run is compared with a
@@ -279,6 +284,7 @@ fn short_cpu_run_writes_outputs_and_resumes_exactly() {
 #[test]
 fn resume_of_a_missing_run_is_a_clear_error() {
     let tmp = tempfile::tempdir().unwrap();
-    let e = train::<Autodiff<B>>(args(tmp.path()), &Default::default(), Some(tmp.path()), |_| {}).unwrap_err();
+    let e =
+        train::<Autodiff<B>>(args(tmp.path()), &Default::default(), Some(tmp.path()), Ui::Quiet, |_| {}).unwrap_err();
     assert!(e.contains("last.state.safetensors") && e.contains("nothing to resume"), "{e}");
 }

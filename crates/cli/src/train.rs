@@ -1,11 +1,14 @@
 //! `yolo26 train`: trains YOLO26 on an ultralytics dataset, a COCO JSON or the built-in synthetic set with
-//! ultralytics' recipe (`yolo26_train::trainer`), printing ultralytics-style progress and writing `DIR/args.yaml`,
+//! ultralytics' recipe (`yolo26_train::trainer`) on burn-train (its TUI on a terminal, plain lines otherwise),
+//! writing `DIR/args.yaml`,
 //! `results.csv` and `weights/{last,best}.safetensors` (+ `last.state.safetensors` for `--resume`).
 
 use std::path::PathBuf;
 
+use std::sync::{Arc, Mutex};
+
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
+use yolo26_train::learner::Ui;
 use yolo26_train::trainer::{train, Event, TrainArgs};
 
 use crate::backend::{dispatch_train, TrainJob};
@@ -75,6 +78,9 @@ pub struct TrainCliArgs {
     /// Run directory; an existing one gets a number appended (runs/train, runs/train2, ...).
     #[arg(long, default_value = "runs/train")]
     pub project: PathBuf,
+    /// Plain progress lines instead of burn-train's terminal UI (the default when stdout is not a terminal).
+    #[arg(long = "no-tui")]
+    pub no_tui: bool,
     /// Continue the run in this directory from its weights/last.state.safetensors, with its saved arguments (only
     /// --device and --workers are taken from this command line).
     #[arg(long)]
@@ -123,58 +129,35 @@ impl TrainJob for Job {
         AB::InnerBackend: yolo26_model::YoloBackend,
     {
         let a = self.0;
-        let bar = ProgressBar::hidden();
-        let mut epoch_start = std::time::Instant::now();
-        let mut seen = 0usize;
-        let mut train_secs = 0f64;
-        let style =
-            ProgressStyle::with_template("{prefix} {bar:30} {pos}/{len} [{elapsed}<{eta}] {msg}").expect("template");
-        let summary = train::<AB>(a.to_args(), &device, a.resume.as_deref(), |ev| match ev {
-            Event::Info(s) => bar.suspend(|| eprintln!("{s}")),
-            Event::EpochStart { epoch, epochs, batches } => {
-                bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-                bar.set_style(style.clone());
-                bar.set_length(batches as u64);
-                bar.set_position(0);
-                bar.reset_eta();
-                bar.set_prefix(format!("{:>7}", format!("{}/{}", epoch + 1, epochs)));
-                bar.set_message("");
-                epoch_start = std::time::Instant::now();
-                seen = 0;
-            }
-            Event::Batch { mean_loss, instances, images, .. } => {
-                seen += images;
-                bar.set_message(format!(
-                    "box {:.4} cls {:.4} l1 {:.4} inst {instances}",
-                    mean_loss[0], mean_loss[1], mean_loss[2]
-                ));
-                bar.inc(1);
-            }
-            Event::Validating { .. } => {
-                train_secs = epoch_start.elapsed().as_secs_f64();
-                bar.set_message("validating");
-            }
-            Event::EpochEnd(row) => {
-                bar.finish_and_clear();
-                if row.metrics.is_none() {
-                    train_secs = epoch_start.elapsed().as_secs_f64();
+        let ui = if a.no_tui { Ui::Lines } else { Ui::Auto };
+        // while the TUI owns the terminal, log lines wait and are printed when it closes
+        let tui = ui.is_tui();
+        let held = Arc::new(Mutex::new(Vec::new()));
+        let sink = held.clone();
+        let summary = train::<AB>(a.to_args(), &device, a.resume.as_deref(), ui, move |ev| {
+            let line = match ev {
+                Event::Info(s) => s,
+                Event::EpochEnd(row) => {
+                    let l = row.train_loss;
+                    let m = row.metrics.map_or_else(
+                        || "(not validated)".to_string(),
+                        |m| format!("P {:.3}  R {:.3}  mAP50 {:.3}  mAP50-95 {:.3}", m[0], m[1], m[2], m[3]),
+                    );
+                    format!(
+                        "epoch {:>3}  box {:.4}  cls {:.4}  l1 {:.4}  |  {m}  ({:.0} s)",
+                        row.epoch, l[0], l[1], l[2], row.time
+                    )
                 }
-                let l = row.train_loss;
-                let m = row.metrics.map_or_else(
-                    || "(not validated)".to_string(),
-                    |m| format!("P {:.3}  R {:.3}  mAP50 {:.3}  mAP50-95 {:.3}", m[0], m[1], m[2], m[3]),
-                );
-                eprintln!(
-                    "epoch {:>3}  box {:.4}  cls {:.4}  l1 {:.4}  |  {m}  ({:.1} train img/s, {:.0} s)",
-                    row.epoch,
-                    l[0],
-                    l[1],
-                    l[2],
-                    seen as f64 / train_secs.max(1e-9),
-                    row.time
-                );
+            };
+            match (tui, sink.lock()) {
+                (true, Ok(mut held)) => held.push(line),
+                _ => eprintln!("{line}"),
             }
-        })?;
+        });
+        for line in held.lock().map(|h| h.clone()).unwrap_or_default() {
+            eprintln!("{line}");
+        }
+        let summary = summary?;
         eprintln!(
             "\n{} epochs done; best mAP50-95 {} (epoch {}). Results saved to {}\n  {}\n  {}",
             summary.rows.len(),

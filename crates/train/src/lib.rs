@@ -7,6 +7,7 @@ pub mod assigner;
 mod backend;
 pub mod branch_loss;
 pub mod ema;
+pub mod learner;
 pub mod loss;
 pub mod optim;
 pub mod params;

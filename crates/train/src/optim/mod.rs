@@ -275,12 +275,41 @@ impl<B: Backend> Optimizer<B> {
 /// to what `acc` already holds: PyTorch's `.grad` accumulation over `accumulate` batches.
 pub fn accumulate_grads<AB: AutodiffBackend, M: AutodiffModule<AB>>(
     model: &M,
-    grads: AB::Gradients,
+    mut grads: GradientsParams,
     acc: &mut HashMap<String, Tensor<AB::InnerBackend, 1>>,
 ) {
-    let mut grads = GradientsParams::from_grads(grads, model);
     let mut c = Collect::<AB::InnerBackend> { grads: &mut grads, acc, walk: Walk { path: Vec::new(), f: () } };
     model.visit(&mut c);
+}
+
+/// The inverse of [`accumulate_grads`]: the named flattened gradients of `model`'s parameters as burn's
+/// [`GradientsParams`] (by parameter id, in the parameters' shapes). Names `model` does not have are dropped.
+pub fn grads_params<AB: AutodiffBackend, M: AutodiffModule<AB>>(
+    model: &M,
+    mut named: HashMap<String, Tensor<AB::InnerBackend, 1>>,
+) -> GradientsParams {
+    let mut grads = GradientsParams::new();
+    let mut r =
+        Register::<AB::InnerBackend> { grads: &mut grads, named: &mut named, walk: Walk { path: Vec::new(), f: () } };
+    model.visit(&mut r);
+    grads
+}
+
+struct Register<'a, B: Backend> {
+    grads: &'a mut GradientsParams,
+    named: &'a mut HashMap<String, Tensor<B, 1>>,
+    walk: Walk<()>,
+}
+
+impl<AB: AutodiffBackend> ModuleVisitor<AB> for Register<'_, AB::InnerBackend> {
+    track_module_path!(walk.path);
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<AB, D>>) {
+        let dims = param.dims();
+        let info = self.walk.info(param.id, dims.to_vec());
+        if let Some(g) = self.named.remove(&info.name) {
+            self.grads.register::<AB::InnerBackend, D>(param.id, g.reshape(dims));
+        }
+    }
 }
 
 struct Collect<'a, B: Backend> {

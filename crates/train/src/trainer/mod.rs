@@ -1,12 +1,6 @@
-//! The training loop: ultralytics 8.4.190 `BaseTrainer._do_train` for YOLO26 detection.
-//!
-//! Per epoch: the ProgLoss weights of the epoch, every group's lr set to `initial_lr·lf(epoch)` (the
-//! `LambdaLR` step), then per batch (global iteration `ni`): the warmup (lr, momentum, accumulation ramps), the
-//! training forward and `E2ELoss`, backward, gradients accumulated until `ni − last_opt_step ≥ accumulate`,
-//! then gradient-norm clipping at 10, the optimizer step and the EMA update. After the epoch: validation of the
-//! EMA (mAP50-95 is the fitness), `results.csv`, `weights/last.*` and, on a new best fitness,
-//! `weights/best.safetensors`; early stop after `patience` epochs without improvement. A non-finite loss stops
-//! the run with an error naming the epoch and batch; the checkpoints of the last completed epoch stay.
+//! A YOLO26 training run as ultralytics 8.4.190 sets it up (`BaseTrainer._setup_train`): arguments, datasets,
+//! loader, optimizer choice and groups, schedule, initial weights (`--weights`, bias init) or the resume state,
+//! the run directory; then the loop runs on burn-train ([`crate::learner`]).
 
 pub mod checkpoint;
 pub mod config;
@@ -31,24 +25,18 @@ pub use results::EpochRow;
 
 use crate::backend::TrainBackend;
 use crate::ema::ModelEma;
-use crate::loss::{E2ELoss, LossGains};
-use crate::optim::{accumulate_grads, GroupKind, Optimizer, OptimizerChoice, OptimizerKind};
+use crate::learner::{launch, EpochLoader, LossControl, Run, Ui, ValJob, YoloOptimizer};
+use crate::loss::LossGains;
+use crate::optim::{Optimizer, OptimizerChoice};
 use crate::params::{map_named, set_trainable};
 use crate::schedule::{Schedule, ScheduleConfig};
-use crate::step::{batch_images, batch_targets, train_forward};
-use crate::val::{validate, ValConfig};
+use crate::val::ValConfig;
 
-/// What the loop reports while it runs.
+/// What a run reports besides burn-train's metrics.
 #[derive(Clone, Debug)]
 pub enum Event {
-    /// A line for the log (dataset summary, optimizer, resume point, …).
+    /// A line for the log (dataset summary, optimizer, resume point, early stop, …).
     Info(String),
-    /// An epoch starts: `(epoch, epochs, batches)`, epoch 0-based.
-    EpochStart { epoch: usize, epochs: usize, batches: usize },
-    /// A batch is done: running mean loss items `(box, cls, l1)` of the epoch, objects in the batch.
-    Batch { epoch: usize, batch: usize, mean_loss: [f64; 3], instances: usize, images: usize },
-    /// Validation starts / ends.
-    Validating { epoch: usize },
     /// The epoch's row of `results.csv`, after its checkpoints were written.
     EpochEnd(EpochRow),
 }
@@ -103,41 +91,22 @@ fn open_split(source: &DataSource, split: Split) -> Result<Arc<Dataset>, String>
     source.open(split).map(Arc::new).map_err(|e| format!("{} split: {e}", split.name()))
 }
 
-/// Sets every group's lr to `initial_lr·lf(epoch)` (the scheduler step at the start of an epoch).
-fn scheduler_step<B: Backend>(opt: &mut Optimizer<B>, schedule: &Schedule, epoch: usize) {
-    for g in &mut opt.groups {
-        g.lr = g.initial_lr * schedule.lf(epoch);
-    }
-}
-
-/// The warmup of iteration `ni`: accumulation, each group's lr and (except Adam's) momentum.
-fn warmup<B: Backend>(opt: &mut Optimizer<B>, schedule: &Schedule, ni: usize, epoch: usize) -> Option<usize> {
-    if !schedule.in_warmup(ni) {
-        return None;
-    }
-    let has_momentum = opt.kind != OptimizerKind::AdamW;
-    for g in &mut opt.groups {
-        g.lr = schedule.warmup_lr(ni, epoch, g.initial_lr, g.kind == GroupKind::Bias);
-        if has_momentum {
-            g.momentum = schedule.warmup_momentum(ni);
-        }
-    }
-    Some(schedule.warmup_accumulate(ni))
-}
-
 /// Trains YOLO26 as `args` says, on the autodiff backend `AB` (validation on its inner backend). With `resume`,
 /// continues the run in that directory from its `weights/last.state.safetensors`, with the arguments saved there
-/// (of `args`, only `device` and `workers` are used).
+/// (of `args`, only `device` and `workers` are used). `ui` chooses burn-train's renderer; `on_event` gets the log
+/// lines and each epoch's results row.
 pub fn train<AB>(
     mut args: TrainArgs,
     device: &AB::Device,
     resume: Option<&Path>,
-    mut on_event: impl FnMut(Event),
+    ui: Ui,
+    on_event: impl FnMut(Event) + Send + 'static,
 ) -> Result<TrainSummary, String>
 where
     AB: AutodiffBackend + TrainBackend,
     AB::InnerBackend: YoloBackend,
 {
+    let mut on_event: Box<dyn FnMut(Event) + Send> = Box::new(on_event);
     let restored = match resume {
         Some(dir) => {
             let path = dir.join("weights").join("last.state.safetensors");
@@ -218,7 +187,7 @@ where
     });
 
     let init = || Yolo26Config::new(scale, nc).init::<AB::InnerBackend>(device);
-    let (model, mut ema, mut opt, mut st, mut pending) = match &restored {
+    let (model, ema, opt, st, pending) = match &restored {
         Some(path) => {
             let r = checkpoint::load_state::<AB::InnerBackend>(path, device, init)?;
             let opt = Optimizer::from_record(&r.state.optimizer, &r.optim_tensors, device)?;
@@ -257,8 +226,7 @@ where
             (set_trainable(Yolo26::<AB>::from_inner(model)), ema, opt, st, HashMap::new())
         }
     };
-    let mut model: Yolo26<AB> = model;
-    let start_epoch = if restored.is_some() { st.epoch + 1 } else { 0 };
+    let resumed_epoch = restored.is_some().then_some(st.epoch + 1);
     on_event(Event::Info(format!(
         "optimizer: {}(lr={}, momentum={}) with {} parameter groups, weight_decay={} ; accumulate {} (nbs {}), \
          warmup {} iterations",
@@ -271,156 +239,38 @@ where
         args.nbs,
         schedule.warmup_iters
     )));
-    let mut loss = E2ELoss::new(
+    let loss = LossControl::new(
         nc,
         args.epochs,
         LossGains { box_gain: args.box_gain, cls_gain: args.cls_gain, l1_gain: args.dfl_gain },
     );
-    let t0 = Instant::now() - std::time::Duration::from_secs_f64(st.rows.last().map_or(0.0, |r| r.time));
-    let last = wdir.join("last.safetensors");
-    let best = wdir.join("best.safetensors");
-    let mut stale = 0usize;
-    let mut plot_idx = vec![0, 1, 2];
-    if args.close_mosaic > 0 && args.close_mosaic <= args.epochs {
-        let base = (args.epochs - args.close_mosaic) * nb;
-        plot_idx.extend([base, base + 1, base + 2]);
-    }
-    let mut best_report = None;
-    for epoch in start_epoch..args.epochs {
-        loss.set_epoch(epoch);
-        scheduler_step(&mut opt, &schedule, epoch);
-        on_event(Event::EpochStart { epoch, epochs: args.epochs, batches: nb });
-        let mut tloss = [0f64; 3];
-        for (i, batch) in loader.epoch(epoch).map_err(|e| e.to_string())?.enumerate() {
-            let batch = batch.map_err(|e| format!("epoch {}, batch {i}: {e}", epoch + 1))?;
-            let ni = i + nb * epoch;
-            if args.plots && plot_idx.contains(&ni) {
-                // ultralytics plot_training_samples: the first three batches, and three after close_mosaic
-                let path = dir.join(format!("train_batch{ni}.jpg"));
-                let samples = batch.samples().map_err(|e| e.to_string())?;
-                yolo26_augment::plot_batch(&samples, &names, &path).map_err(|e| format!("{}: {e}", path.display()))?;
-            }
-            if let Some(acc) = warmup(&mut opt, &schedule, ni, epoch) {
-                st.accumulate = acc;
-            }
-            let images = batch_images::<AB>(&batch, device);
-            let gt = batch_targets::<AB>(&batch, device);
-            let out = train_forward(&model, &loss, images, &gt);
-            // logged items: the one-to-one branch's, per image (ultralytics `E2ELoss` returns
-            // `loss_one2one[1]`, the detached items before the batch-size factor)
-            let items = out.one2one.items.clone().div_scalar(batch.len() as f64);
-            let items = items.into_data().convert::<f64>().to_vec::<f64>().unwrap_or_default();
-            if items.len() != 3 || items.iter().any(|v| !v.is_finite()) {
-                return Err(format!(
-                    "non-finite loss {items:?} (box, cls, l1) at epoch {}, batch {i} (iteration {ni}); the run \
-                     stopped, {} holds the last completed epoch",
-                    epoch + 1,
-                    wdir.display()
-                ));
-            }
-            let grads = out.total.backward();
-            accumulate_grads(&model, grads, &mut pending);
-            for (k, v) in items.iter().enumerate() {
-                tloss[k] = (tloss[k] * i as f64 + v) / (i + 1) as f64;
-            }
-            if ni as i64 - st.last_opt_step >= st.accumulate as i64 {
-                let (m, _) = opt.step(model, std::mem::take(&mut pending));
-                model = m;
-                ema.update(&model.valid());
-                st.last_opt_step = ni as i64;
-            }
-            on_event(Event::Batch {
-                epoch,
-                batch: i,
-                mean_loss: tloss,
-                instances: batch.targets.len(),
-                images: batch.len(),
-            });
-        }
-        let final_epoch = epoch + 1 == args.epochs;
-        let metrics = if args.val || final_epoch {
-            on_event(Event::Validating { epoch });
-            let vcfg = ValConfig {
-                imgsz: args.imgsz,
-                batch: args.batch * 2,
-                mode: if args.end2end { DecodeMode::EndToEnd } else { DecodeMode::Nms },
-                workers,
-                ..ValConfig::default()
-            };
-            let report =
-                validate(ema.model.clone(), val_set.clone(), &vcfg, device, |_, _| {}).map_err(|e| e.to_string())?;
-            let r = report.results();
-            best_report = Some(report);
-            Some([r.precision, r.recall, r.map50, r.map])
-        } else {
-            None
-        };
-        let row = EpochRow {
-            epoch: epoch + 1,
-            time: t0.elapsed().as_secs_f64(),
-            train_loss: tloss,
-            metrics,
-            lr: opt.groups.iter().map(|g| g.lr).collect(),
-        };
-        st.rows.push(row.clone());
-        results::write_csv(&st.rows, &dir.join("results.csv"))?;
-        if args.plots {
-            results::plot(&st.rows, &dir.join("results.png"))?;
-        }
-        let fitness = metrics.map(|m| m[3]);
-        let improved = match (fitness, st.best_fitness) {
-            (Some(f), Some(b)) => f >= b,
-            (Some(_), None) => true,
-            _ => false,
-        };
-        if improved {
-            st.best_fitness = fitness;
-            st.best_epoch = Some(epoch);
-            stale = 0;
-        } else {
-            stale += 1;
-        }
-        st.epoch = epoch;
-        st.ema_updates = ema.updates;
-        let (rec, optim_tensors) = opt.to_record();
-        st.optimizer = rec;
-        checkpoint::save_weights(&ema.model, &names, &last)?;
-        if improved {
-            checkpoint::save_weights(&ema.model, &names, &best)?;
-            // the validation outputs of the best epoch (metrics.json, per_class.csv, PR/F1/P/R curves, confusion
-            // matrices), as ultralytics leaves those of its final validation of best.pt
-            if let Some(report) = best_report.take() {
-                report.write(&dir, args.plots).map_err(|e| e.to_string())?;
-            }
-        }
-        best_report = None;
-        checkpoint::save_state(
-            &wdir.join("last.state.safetensors"),
-            &st,
-            &model.valid(),
-            &ema.model,
-            optim_tensors,
-            &pending,
-        )?;
-        on_event(Event::EpochEnd(row));
-        if stale >= args.patience && !final_epoch {
-            on_event(Event::Info(format!(
-                "Stopping training early as no improvement observed in last {} epochs. Best results observed at \
-                 epoch {}",
-                args.patience,
-                st.best_epoch.map_or(0, |e| e + 1)
-            )));
-            break;
-        }
-    }
-    Ok(TrainSummary {
+    let val = ValJob {
+        dataset: val_set,
+        cfg: ValConfig {
+            imgsz: args.imgsz,
+            batch: args.batch * 2,
+            mode: if args.end2end { DecodeMode::EndToEnd } else { DecodeMode::Nms },
+            workers,
+            ..ValConfig::default()
+        },
+    };
+    let start = Instant::now() - std::time::Duration::from_secs_f64(st.rows.last().map_or(0.0, |r| r.time));
+    let run = Run {
+        args,
         dir,
-        rows: st.rows.clone(),
-        best_fitness: st.best_fitness,
-        best_epoch: st.best_epoch,
-        last,
-        best,
-    })
+        names,
+        schedule,
+        optimizer: YoloOptimizer::new(opt),
+        ema,
+        state: st,
+        pending,
+        loss,
+        loader: EpochLoader::new(loader),
+        val,
+        start,
+        on_event,
+    };
+    launch::<AB>(run, model, ui, resumed_epoch)
 }
 
 /// The [`TrainState`] of a state file without loading its tensors into a model (the scale is not known before).
