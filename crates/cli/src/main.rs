@@ -36,15 +36,16 @@ enum Cmd {
     PlotBatch(plot_batch::PlotBatchArgs),
     /// Print the layer table, parameter count and GFLOPs of a model scale.
     Info(info::InfoArgs),
-    /// Convert a weight file (ultralytics .pt or safetensors) to safetensors with ultralytics names.
+    /// Convert a weight file (ultralytics .pt or safetensors) to safetensors with ultralytics names, or (--out
+    /// NAME.pt) to an ultralytics checkpoint that `YOLO("NAME.pt")` loads.
     Convert {
         /// Input weights (.pt or .safetensors).
         #[arg(long)]
         weights: PathBuf,
-        /// Output .safetensors file.
+        /// Output file: .safetensors, or .pt for ultralytics.
         #[arg(long)]
         out: PathBuf,
-        /// Store floats as f16 instead of f32.
+        /// Store floats as f16 instead of f32 (ultralytics' own checkpoints are f16).
         #[arg(long)]
         half: bool,
     },
@@ -69,10 +70,36 @@ fn main() {
 }
 
 fn convert(weights: &std::path::Path, out: &std::path::Path, half: bool) -> Result<(), String> {
-    use yolo26_model::weights::{read_weights, write_safetensors, FileDType};
+    use yolo26_model::detector::{infer_nc, infer_scale};
+    use yolo26_model::weights::{read_weights, write_pt, write_safetensors, FileDType, PtMeta};
     let map = read_weights(weights).map_err(|e| e.to_string())?;
+    if same_file(weights, out) {
+        return Err(format!("--out {} is the input file; write the conversion elsewhere", out.display()));
+    }
+    if out.extension().is_some_and(|e| e.eq_ignore_ascii_case("pt")) {
+        let scale = infer_scale(&map)
+            .ok_or_else(|| format!("{}: not a YOLO26 n/s/m/l/x state_dict (layer shapes)", weights.display()))?;
+        let nc = infer_nc(&map).ok_or_else(|| format!("{}: no model.23.cv3.0.2.bias", weights.display()))?;
+        let meta = PtMeta { scale, nc, names: map.names.clone(), train_args: Vec::new(), half };
+        write_pt(&map, &meta, out).map_err(|e| e.to_string())?;
+        println!(
+            "wrote {} tensors to {} (ultralytics checkpoint: YOLO(\"{}\") loads it)",
+            map.tensors.len(),
+            out.display(),
+            out.display()
+        );
+        return Ok(());
+    }
     let dtype = if half { FileDType::F16 } else { FileDType::F32 };
     write_safetensors(&map, out, dtype).map_err(|e| e.to_string())?;
     println!("wrote {} tensors to {}", map.tensors.len(), out.display());
     Ok(())
+}
+
+/// Whether `a` and `b` name the same existing file.
+fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
+    }
 }

@@ -7,9 +7,11 @@ use std::path::{Path, PathBuf};
 
 pub mod pickle;
 pub mod pt;
+pub mod pt_write;
 pub mod safetensors_io;
 
 pub use pt::read_pt;
+pub use pt_write::{pt_bytes, write_pt, PtMeta};
 pub use safetensors_io::{read_safetensors, safetensors_bytes, write_safetensors};
 
 /// Element type a tensor had in its file (all data is widened to `f32` in memory).

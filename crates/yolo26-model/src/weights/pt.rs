@@ -214,7 +214,12 @@ impl Ctx<'_> {
         };
         let model = dict_get(d, "model");
         let ema = dict_get(d, "ema");
+        let state = dict_get(d, "state_dict").filter(|v| v.as_dict().is_some());
         let container = match (model, ema) {
+            // a `.pt` written by `pt_write`: `model` is a constructor call, the weights are in `state_dict`
+            (Some(m), _) if is_module(m).is_none() && m.as_dict().is_none() && state.is_some() => {
+                state.map(|v| ("state_dict", v))
+            }
             (Some(m), _) if !m.is_none() => Some(("model", m)),
             (_, Some(e)) if !e.is_none() => Some(("ema", e)),
             (Some(_), _) => return Err(self.fmt_err("checkpoint key 'model' is None and there is no 'ema' to use")),
