@@ -5,6 +5,8 @@
 //! trait's default methods, any other backend (plain tensor ops: the reference). See the crate README.
 
 pub mod attention;
+#[doc(hidden)]
+pub mod autodiff_util;
 pub mod bbox_loss;
 pub mod bce;
 pub mod bce_onehot;
@@ -13,6 +15,8 @@ pub mod cube_util;
 pub mod decode;
 pub mod det_loss;
 mod dtype;
+#[doc(hidden)]
+pub mod fusion_util;
 pub mod loss_items;
 pub mod psa;
 #[cfg(feature = "wgpu")]

@@ -1,37 +1,12 @@
-//! [`PsaBackend`] for [`Autodiff`]: the forward runs on the inner backend; a [`Backward`] step keeps `qkv`
-//! (checkpointed) and the forward's `out` and `lse` (state) and calls the inner backend's
-//! `psa_attention_backward`. `lse` is returned untracked; no double backward.
-use burn::backend::autodiff::{
-    checkpoint::{base::Checkpointer, strategy::CheckpointStrategy},
-    grads::Gradients,
-    ops::{Backward, Ops, OpsKind},
-    NodeId,
-};
+//! [`PsaBackend`] for [`Autodiff`]: the forward runs on the inner backend; the backward step keeps `qkv` and
+//! the forward's `out` and `lse` and calls the inner backend's `psa_attention_backward`. `lse` is returned
+//! untracked; no double backward.
+use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::Autodiff;
 use burn::tensor::ops::FloatTensor;
 
 use super::backend::PsaBackend;
-
-#[derive(Debug)]
-struct PsaAttentionBackward;
-
-/// `qkv` checkpoint id, the forward's `out` and `lse`, `num_heads`, `key_dim`, `scale`.
-type State<B> = (NodeId, FloatTensor<B>, FloatTensor<B>, usize, usize, f32);
-
-impl<B: PsaBackend> Backward<B, 1> for PsaAttentionBackward {
-    type State = State<B>;
-
-    fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
-        let (qkv_id, out, lse, num_heads, key_dim, scale) = ops.state;
-        let qkv = checkpointer.retrieve_node_output::<FloatTensor<B>>(qkv_id);
-        let d_out = grads.consume::<B>(&ops.node);
-        let dqkv = B::psa_attention_backward(qkv, out, lse, d_out, num_heads, key_dim, scale);
-        let [qkv_node] = ops.parents;
-        if let Some(node) = qkv_node {
-            grads.register::<B>(node.id, dqkv);
-        }
-    }
-}
+use crate::autodiff_util::{constant, differentiable_with};
 
 impl<B: PsaBackend, C: CheckpointStrategy> PsaBackend for Autodiff<B, C> {
     fn psa_attention_forward(
@@ -40,19 +15,16 @@ impl<B: PsaBackend, C: CheckpointStrategy> PsaBackend for Autodiff<B, C> {
         key_dim: usize,
         scale: f32,
     ) -> (FloatTensor<Self>, FloatTensor<Self>) {
-        let prep = PsaAttentionBackward.prepare::<C>([qkv.node.clone()]).compute_bound().stateful();
-        match prep {
-            OpsKind::Tracked(mut prep) => {
-                let qkv_id = prep.checkpoint(&qkv);
-                let (out, lse) = B::psa_attention_forward(qkv.primitive, num_heads, key_dim, scale);
-                let state = (qkv_id, out.clone(), lse.clone(), num_heads, key_dim, scale);
-                (prep.finish(state, out), FloatTensor::<Self>::new(lse))
-            }
-            OpsKind::UnTracked(prep) => {
-                let (out, lse) = B::psa_attention_forward(qkv.primitive, num_heads, key_dim, scale);
-                (prep.finish(out), FloatTensor::<Self>::new(lse))
-            }
-        }
+        let (out, lse) = differentiable_with::<B, C, _, _, 1>(
+            [qkv],
+            |[x]| {
+                let (out, lse) = B::psa_attention_forward(x.clone(), num_heads, key_dim, scale);
+                (out.clone(), (x, out, lse.clone(), num_heads, key_dim, scale), lse)
+            },
+            // flash-attention backward: the softmax is recomputed from lse, d qkv holds dq, dk and dv
+            |(x, out, lse, h, k, s), d_out, _| [Some(B::psa_attention_backward(x, out, lse, d_out, h, k, s))],
+        );
+        (out, constant(lse))
     }
 
     fn psa_attention_backward(
@@ -64,15 +36,7 @@ impl<B: PsaBackend, C: CheckpointStrategy> PsaBackend for Autodiff<B, C> {
         key_dim: usize,
         scale: f32,
     ) -> FloatTensor<Self> {
-        let g = B::psa_attention_backward(
-            qkv.primitive,
-            out.primitive,
-            lse.primitive,
-            d_out.primitive,
-            num_heads,
-            key_dim,
-            scale,
-        );
-        FloatTensor::<Self>::new(g)
+        let (x, o, l, g) = (qkv.primitive, out.primitive, lse.primitive, d_out.primitive);
+        constant(B::psa_attention_backward(x, o, l, g, num_heads, key_dim, scale))
     }
 }

@@ -4,6 +4,7 @@ use burn::backend::{autodiff::checkpoint::strategy::CheckpointStrategy, Autodiff
 use burn::tensor::{ops::FloatTensor, ops::IntTensor, IntDType};
 
 use super::{TalBackend, TalConfig};
+use crate::autodiff_util::constant;
 
 impl<B: TalBackend, C: CheckpointStrategy> TalBackend for Autodiff<B, C> {
     fn task_aligned_assign(
@@ -26,6 +27,6 @@ impl<B: TalBackend, C: CheckpointStrategy> TalBackend for Autodiff<B, C> {
             cfg,
             int_dtype,
         );
-        (gt_idx, FloatTensor::<Self>::new(fg), FloatTensor::<Self>::new(norm), labels)
+        (gt_idx, constant(fg), constant(norm), labels)
     }
 }

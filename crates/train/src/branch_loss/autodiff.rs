@@ -1,43 +1,15 @@
 //! [`BranchLossBackend`] for [`Autodiff`]: the forward runs on the inner backend (one node, parents `boxes`
 //! and `scores`); the backward step is one call of the inner `branch_loss_backward` with the upstream
 //! gradient of `total`. The items, terms, assignment outputs and `w_sum` are returned untracked.
-use burn::backend::autodiff::{
-    checkpoint::{base::Checkpointer, strategy::CheckpointStrategy},
-    grads::Gradients,
-    ops::{Backward, Ops, OpsKind},
-    NodeId,
-};
+use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::Autodiff;
 use burn::tensor::{
     ops::{FloatTensor, IntTensor},
     IntDType,
 };
+use kernels_cubecl::autodiff_util::{constant, differentiable_with};
 
 use super::{BranchConfig, BranchLossBackend, BranchPrims, BranchSaved};
-
-#[derive(Debug)]
-struct BranchBackward;
-
-type State<B> = (NodeId, NodeId, BranchSaved<B>, BranchConfig);
-
-impl<B: BranchLossBackend> Backward<B, 2> for BranchBackward {
-    type State = State<B>;
-
-    fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
-        let (boxes_id, scores_id, saved, cfg) = ops.state;
-        let d_total = grads.consume::<B>(&ops.node);
-        let [boxes_node, scores_node] = ops.parents;
-        let boxes = checkpointer.retrieve_node_output::<FloatTensor<B>>(boxes_id);
-        let scores = checkpointer.retrieve_node_output::<FloatTensor<B>>(scores_id);
-        let (d_boxes, d_scores) = B::branch_loss_backward(boxes, scores, saved, d_total, cfg);
-        if let Some(node) = boxes_node {
-            grads.register::<B>(node.id, d_boxes);
-        }
-        if let Some(node) = scores_node {
-            grads.register::<B>(node.id, d_scores);
-        }
-    }
-}
 
 impl<B: BranchLossBackend, C: CheckpointStrategy> BranchLossBackend for Autodiff<B, C> {
     fn branch_loss(
@@ -51,24 +23,12 @@ impl<B: BranchLossBackend, C: CheckpointStrategy> BranchLossBackend for Autodiff
         int_dtype: IntDType,
     ) -> BranchPrims<Self> {
         let (grid, gt_boxes, gt_mask) = (grid.primitive, gt_boxes.primitive, gt_mask.primitive);
-        let prep = BranchBackward.prepare::<C>([boxes.node.clone(), scores.node.clone()]).compute_bound().stateful();
-        let untracked = |out: BranchPrims<B>, total: FloatTensor<Self>| BranchPrims {
-            total,
-            items: FloatTensor::<Self>::new(out.items),
-            terms: FloatTensor::<Self>::new(out.terms),
-            w_sum: FloatTensor::<Self>::new(out.w_sum),
-            gt_idx: out.gt_idx,
-            fg: FloatTensor::<Self>::new(out.fg),
-            score_sum: FloatTensor::<Self>::new(out.score_sum),
-            labels: out.labels,
-        };
-        match prep {
-            OpsKind::Tracked(mut prep) => {
-                let boxes_id = prep.checkpoint(&boxes);
-                let scores_id = prep.checkpoint(&scores);
+        let (total, out) = differentiable_with::<B, C, _, _, 2>(
+            [boxes, scores],
+            |[bx, sc]| {
                 let out = B::branch_loss(
-                    boxes.primitive,
-                    scores.primitive,
+                    bx.clone(),
+                    sc.clone(),
                     grid.clone(),
                     gt_boxes.clone(),
                     gt_labels,
@@ -76,6 +36,7 @@ impl<B: BranchLossBackend, C: CheckpointStrategy> BranchLossBackend for Autodiff
                     cfg,
                     int_dtype,
                 );
+                // what the backward reads: the assignment and the per-image normalisers of this forward
                 let saved = BranchSaved {
                     grid,
                     gt_boxes,
@@ -84,23 +45,23 @@ impl<B: BranchLossBackend, C: CheckpointStrategy> BranchLossBackend for Autodiff
                     score_sum: out.score_sum.clone(),
                     w_sum: out.w_sum.clone(),
                 };
-                let total = prep.finish((boxes_id, scores_id, saved, cfg), out.total.clone());
-                untracked(out, total)
-            }
-            OpsKind::UnTracked(prep) => {
-                let out = B::branch_loss(
-                    boxes.primitive,
-                    scores.primitive,
-                    grid,
-                    gt_boxes,
-                    gt_labels,
-                    gt_mask,
-                    cfg,
-                    int_dtype,
-                );
-                let total = prep.finish(out.total.clone());
-                untracked(out, total)
-            }
+                (out.total.clone(), (bx, sc, saved, cfg), out)
+            },
+            // one backward launch: d boxes (box CIoU + L1 through the decode) and d scores (one-hot BCE)
+            |(bx, sc, saved, cfg), d_total, _| {
+                let (d_boxes, d_scores) = B::branch_loss_backward(bx, sc, saved, d_total, cfg);
+                [Some(d_boxes), Some(d_scores)]
+            },
+        );
+        BranchPrims {
+            total,
+            items: constant(out.items),
+            terms: constant(out.terms),
+            w_sum: constant(out.w_sum),
+            gt_idx: out.gt_idx,
+            fg: constant(out.fg),
+            score_sum: constant(out.score_sum),
+            labels: out.labels,
         }
     }
 }

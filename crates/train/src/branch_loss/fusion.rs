@@ -1,84 +1,12 @@
 //! [`BranchLossBackend`] for [`Fusion`]: the forward and the backward of a branch are each one opaque custom
-//! op; `execute` runs the inner backend's method.
-use core::marker::PhantomData;
-
-use burn::backend::ir::{CustomOpIr, HandleContainer, OperationIr, OperationOutput, TensorIr};
+//! op of the fusion stream (`kernels_cubecl::fusion_util`); the config travels in the ops' closures.
 use burn::tensor::{DType, IntDType, Shape};
-use burn_fusion::{
-    stream::{Operation, OperationStreams},
-    Fusion, FusionBackend, FusionRuntime, FusionTensor,
-};
+use burn_fusion::{Fusion, FusionBackend, FusionTensor};
+use kernels_cubecl::fusion_util::{custom_op, Prim};
 
 use super::{BranchConfig, BranchLossBackend, BranchPrims, BranchSaved};
 
-type Handles<B> = HandleContainer<<<B as FusionBackend>::FusionRuntime as FusionRuntime>::FusionHandle>;
 type T<B> = FusionTensor<<B as FusionBackend>::FusionRuntime>;
-
-#[derive(Clone, Debug)]
-struct BranchOp<B> {
-    desc: CustomOpIr,
-    cfg: BranchConfig,
-    int_dtype: IntDType,
-    _b: PhantomData<B>,
-}
-
-impl<B: FusionBackend + BranchLossBackend> Operation<B::FusionRuntime> for BranchOp<B> {
-    fn execute(&self, handles: &mut Handles<B>) {
-        let (
-            [boxes, scores, grid, gt_boxes, gt_labels, gt_mask],
-            [total, items, terms, w_sum, gt_idx, fg, score_sum, labels],
-        ) = self.desc.as_fixed();
-        let out = B::branch_loss(
-            handles.get_float_tensor::<B>(boxes),
-            handles.get_float_tensor::<B>(scores),
-            handles.get_float_tensor::<B>(grid),
-            handles.get_float_tensor::<B>(gt_boxes),
-            handles.get_int_tensor::<B>(gt_labels),
-            handles.get_float_tensor::<B>(gt_mask),
-            self.cfg,
-            self.int_dtype,
-        );
-        handles.register_float_tensor::<B>(&total.id, out.total);
-        handles.register_float_tensor::<B>(&items.id, out.items);
-        handles.register_float_tensor::<B>(&terms.id, out.terms);
-        handles.register_float_tensor::<B>(&w_sum.id, out.w_sum);
-        handles.register_int_tensor::<B>(&gt_idx.id, out.gt_idx);
-        handles.register_float_tensor::<B>(&fg.id, out.fg);
-        handles.register_float_tensor::<B>(&score_sum.id, out.score_sum);
-        handles.register_int_tensor::<B>(&labels.id, out.labels);
-    }
-}
-
-#[derive(Clone, Debug)]
-struct BranchBackwardOp<B> {
-    desc: CustomOpIr,
-    cfg: BranchConfig,
-    _b: PhantomData<B>,
-}
-
-impl<B: FusionBackend + BranchLossBackend> Operation<B::FusionRuntime> for BranchBackwardOp<B> {
-    fn execute(&self, handles: &mut Handles<B>) {
-        let ([boxes, scores, grid, gt_boxes, gt_idx, labels, score_sum, w_sum, d_total], [d_boxes, d_scores]) =
-            self.desc.as_fixed();
-        let saved = BranchSaved::<B> {
-            grid: handles.get_float_tensor::<B>(grid),
-            gt_boxes: handles.get_float_tensor::<B>(gt_boxes),
-            gt_idx: handles.get_int_tensor::<B>(gt_idx),
-            labels: handles.get_int_tensor::<B>(labels),
-            score_sum: handles.get_float_tensor::<B>(score_sum),
-            w_sum: handles.get_float_tensor::<B>(w_sum),
-        };
-        let (db, ds) = B::branch_loss_backward(
-            handles.get_float_tensor::<B>(boxes),
-            handles.get_float_tensor::<B>(scores),
-            saved,
-            handles.get_float_tensor::<B>(d_total),
-            self.cfg,
-        );
-        handles.register_float_tensor::<B>(&d_boxes.id, db);
-        handles.register_float_tensor::<B>(&d_scores.id, ds);
-    }
-}
 
 impl<B: FusionBackend + BranchLossBackend> BranchLossBackend for Fusion<B> {
     fn branch_loss(
@@ -91,32 +19,43 @@ impl<B: FusionBackend + BranchLossBackend> BranchLossBackend for Fusion<B> {
         cfg: BranchConfig,
         int_dtype: IntDType,
     ) -> BranchPrims<Self> {
-        let (b, a) = (scores.shape[0], scores.shape[2]);
-        let client = scores.client.clone();
-        let dtype = scores.dtype;
-        let labels_dtype = gt_labels.dtype;
-        let streams = OperationStreams::with_inputs([&boxes, &scores, &grid, &gt_boxes, &gt_labels, &gt_mask]);
-        let out = |shape: Shape, dt: DType| TensorIr::uninit(client.create_empty_handle(), shape, dt);
-        let ba = || Shape::new([b, a]);
-        let outputs = [
-            out(Shape::new([1]), dtype),
-            out(Shape::new([3]), dtype),
-            out(Shape::new([3]), dtype),
-            out(Shape::new([1]), dtype),
-            out(ba(), DType::from(int_dtype)),
-            out(ba(), dtype),
-            out(ba(), dtype),
-            out(ba(), labels_dtype),
+        let (b, a, dtype) = (scores.shape[0], scores.shape[2], scores.dtype);
+        let (one, three, ba) = (Shape::new([1]), Shape::new([3]), Shape::new([b, a]));
+        let outs = [
+            (one.clone(), dtype),
+            (three.clone(), dtype),
+            (three, dtype),
+            (one, dtype),
+            (ba.clone(), DType::from(int_dtype)),
+            (ba.clone(), dtype),
+            (ba.clone(), dtype),
+            (ba, gt_labels.dtype),
         ];
-        let inputs = [boxes, scores, grid, gt_boxes, gt_labels, gt_mask].map(|t| t.into_ir());
-        let desc = CustomOpIr::new("yolo26_branch_loss", &inputs, &outputs);
-        let [total, items, terms, w_sum, gt_idx, fg, score_sum, labels] = client
-            .register(
-                streams,
-                OperationIr::Custom(desc.clone()),
-                BranchOp::<B> { desc, cfg, int_dtype, _b: PhantomData },
-            )
-            .outputs::<8>();
+        let inputs = [boxes, scores, grid, gt_boxes, gt_labels, gt_mask];
+        let [total, items, terms, w_sum, gt_idx, fg, score_sum, labels] =
+            custom_op::<B, 6, 8>("yolo26_branch_loss", inputs, outs, move |[bx, sc, gr, gb, gl, gm]| {
+                let o = B::branch_loss(
+                    bx.float(),
+                    sc.float(),
+                    gr.float(),
+                    gb.float(),
+                    gl.int(),
+                    gm.float(),
+                    cfg,
+                    int_dtype,
+                );
+                let f = Prim::Float;
+                [
+                    f(o.total),
+                    f(o.items),
+                    f(o.terms),
+                    f(o.w_sum),
+                    Prim::Int(o.gt_idx),
+                    f(o.fg),
+                    f(o.score_sum),
+                    Prim::Int(o.labels),
+                ]
+            });
         BranchPrims { total, items, terms, w_sum, gt_idx, fg, score_sum, labels }
     }
 
@@ -127,17 +66,26 @@ impl<B: FusionBackend + BranchLossBackend> BranchLossBackend for Fusion<B> {
         d_total: T<B>,
         cfg: BranchConfig,
     ) -> (T<B>, T<B>) {
-        let client = scores.client.clone();
+        let outs = [(boxes.shape.clone(), boxes.dtype), (scores.shape.clone(), scores.dtype)];
         let BranchSaved { grid, gt_boxes, gt_idx, labels, score_sum, w_sum } = saved;
-        let all = [boxes, scores, grid, gt_boxes, gt_idx, labels, score_sum, w_sum, d_total];
-        let streams = OperationStreams::with_inputs(all.iter());
-        let out = |t: &T<B>| TensorIr::uninit(client.create_empty_handle(), t.shape.clone(), t.dtype);
-        let outputs = [out(&all[0]), out(&all[1])];
-        let inputs = all.map(|t| t.into_ir());
-        let desc = CustomOpIr::new("yolo26_branch_loss_backward", &inputs, &outputs);
-        let [d_boxes, d_scores] = client
-            .register(streams, OperationIr::Custom(desc.clone()), BranchBackwardOp::<B> { desc, cfg, _b: PhantomData })
-            .outputs::<2>();
+        let inputs = [boxes, scores, grid, gt_boxes, gt_idx, labels, score_sum, w_sum, d_total];
+        let [d_boxes, d_scores] = custom_op::<B, 9, 2>(
+            "yolo26_branch_loss_backward",
+            inputs,
+            outs,
+            move |[bx, sc, gr, gb, gi, l, ss, ws, g]| {
+                let saved = BranchSaved::<B> {
+                    grid: gr.float(),
+                    gt_boxes: gb.float(),
+                    gt_idx: gi.int(),
+                    labels: l.int(),
+                    score_sum: ss.float(),
+                    w_sum: ws.float(),
+                };
+                let (db, ds) = B::branch_loss_backward(bx.float(), sc.float(), saved, g.float(), cfg);
+                [Prim::Float(db), Prim::Float(ds)]
+            },
+        );
         (d_boxes, d_scores)
     }
 }
