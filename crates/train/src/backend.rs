@@ -9,7 +9,7 @@ use kernels_cubecl::ciou::CiouLossBackend;
 use kernels_cubecl::tal::TalBackend;
 use yolo26_model::YoloBackend;
 
-use crate::branch_loss::BranchLossBackend;
+use kernels_cubecl::branch_loss::BranchLossBackend;
 
 /// A backend with every custom op the training losses use.
 pub trait TrainBackend:

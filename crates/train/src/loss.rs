@@ -13,7 +13,7 @@
 //! tensor ops elsewhere): `detect_decode` (LTRB → xyxy pixels for the assigner), `task_aligned_assign`,
 //! `bbox_loss_sums` (CIoU + L1 + Σ weights over the anchors, target boxes gathered by the assigned slot) and
 //! `bce_onehot_sum` (the class loss without the dense `[B, A, C]` targets) and `loss_items` (normalisation and
-//! gains), composed into one op per branch ([`crate::branch_loss`]; on CubeCL backends five launches forward and
+//! gains), composed into one op per branch ([`kernels_cubecl::branch_loss`]; on CubeCL backends five launches forward and
 //! one backward). The op takes the branch's ProgLoss weight, so what remains here is one addition of the two
 //! weighted branch losses (and of their terms, for logging).
 
@@ -23,7 +23,7 @@ use yolo26_model::postprocess::Anchors;
 
 use crate::assigner::{Assignment, GtBoxes, TaskAlignedAssigner};
 use crate::backend::TrainBackend;
-use crate::branch_loss::{branch_loss, BranchConfig};
+use kernels_cubecl::branch_loss::{branch_loss, BranchConfig};
 
 /// Loss gains (ultralytics `cfg/default.yaml`: `box 7.5`, `cls 0.5`, `dfl 1.5` — the latter weighs L1 here).
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -79,7 +79,7 @@ fn parse_cmma(s: &str) -> Option<(usize, usize, usize)> {
 
 /// FA2 forward once per tensor-core configuration of `args.cmma_sweep`.
 fn sweep_shape<B: FlashAttentionBackend>(s: Shape, dtype: DType, dev: &B::Device, args: &Args) {
-    use kernels_cubecl::attention::kernels::{forward_cmma, forward_mma};
+    use kernels_cubecl::bench_internals::{forward_cmma, forward_mma};
     let scale = 1.0 / (s.d as f32).sqrt();
     let dt = format!("{dtype:?}").to_lowercase();
     let [q, k, v] = inputs::<B>(s, dtype, dev);

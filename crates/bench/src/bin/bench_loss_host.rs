@@ -18,14 +18,14 @@ mod cuda {
     use clap::Parser;
     use cubecl::cuda::CudaRuntime;
     use cubecl::server::MemoryLayoutDescriptor;
-    use kernels_cubecl::cube_util::empty;
-    use kernels_cubecl::decode::cube::raw::launch_decode_forward;
+    use kernels_cubecl::bench_internals::assign;
+    use kernels_cubecl::bench_internals::empty;
+    use kernels_cubecl::bench_internals::launch_decode_forward;
+    use kernels_cubecl::branch_loss::{branch_loss, BranchConfig};
     use kernels_cubecl::decode::BoxFormat;
-    use kernels_cubecl::tal::cube::assign;
     use yolo26_bench::loss_inputs::{autodiff_inputs, ground_truth, head};
     use yolo26_bench::median_us;
     use yolo26_model::postprocess::Anchors;
-    use yolo26_train::branch_loss::{branch_loss, BranchConfig};
     use yolo26_train::{E2ELoss, LossGains, TrainBackend};
 
     type Cube = CubeBackend<CudaRuntime, f32, i32, u8>;
@@ -164,7 +164,7 @@ mod cuda {
         let hd = head::<Cube>(b, c, a, &dev);
         let gt = ground_truth::<Cube>(b, args.gt, args.imgsz, c, &dev);
         let dist = prim(hd.boxes.clone());
-        let grid = kernels_cubecl::cube_util::tight_as(prim(anchors.grid.clone()), DType::F32);
+        let grid = kernels_cubecl::bench_internals::tight_as(prim(anchors.grid.clone()), DType::F32);
         let out = empty(&dist, dist.meta.shape().clone(), DType::F32);
         st.time(
             "detect-decode launch into a preallocated output (3 tensor args)",
@@ -176,11 +176,11 @@ mod cuda {
             "detect-decode op (allocation + launch)",
             "1",
             || {
-                let _ = kernels_cubecl::decode::cube::forward(dist.clone(), grid.clone(), BoxFormat::Xyxy);
+                let _ = kernels_cubecl::bench_internals::decode_forward(dist.clone(), grid.clone(), BoxFormat::Xyxy);
             },
             sync,
         );
-        let px = kernels_cubecl::decode::cube::forward(dist.clone(), grid.clone(), BoxFormat::Xyxy);
+        let px = kernels_cubecl::bench_internals::decode_forward(dist.clone(), grid.clone(), BoxFormat::Xyxy);
         let loss = E2ELoss::new(c, 100, LossGains::default());
         let tal = loss.one2many.assigner.config;
         let labels = gt.labels.clone().into_primitive();

@@ -13,9 +13,9 @@
 
 mod autodiff;
 mod backend;
-pub mod cube;
+pub(crate) mod cube;
 mod fusion;
-pub mod kernels;
+pub(crate) mod kernels;
 mod module;
 
 #[cfg(test)]

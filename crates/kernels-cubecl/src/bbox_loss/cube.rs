@@ -86,6 +86,7 @@ where
     }
 }
 
+#[cfg(test)]
 /// Launch-level entry points with caller-provided outputs (the tests poison them).
 pub mod raw {
     pub use super::super::kernels::{forward_split, launch_bbox_loss_backward, launch_bbox_loss_forward};

@@ -25,9 +25,9 @@
 //!   tensor ops elsewhere ([`reference_sums`], [`reference_backward`]).
 
 mod autodiff;
-pub mod cube;
+pub(crate) mod cube;
 mod fusion;
-pub mod kernels;
+pub(crate) mod kernels;
 
 #[cfg(test)]
 mod tests;

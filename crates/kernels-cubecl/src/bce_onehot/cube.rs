@@ -54,6 +54,7 @@ where
     }
 }
 
+#[cfg(test)]
 /// Launch-level entry points with caller-provided outputs (the tests poison them).
 pub mod raw {
     pub use super::super::kernels::{forward_split, launch_bce_onehot_backward, launch_bce_onehot_forward};

@@ -10,9 +10,9 @@
 //!   backward), custom ops on `Fusion`, a backward step on `Autodiff`, tensor ops elsewhere.
 
 mod autodiff;
-pub mod cube;
+pub(crate) mod cube;
 mod fusion;
-pub mod kernels;
+pub(crate) mod kernels;
 
 #[cfg(test)]
 mod tests;

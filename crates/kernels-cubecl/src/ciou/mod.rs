@@ -12,9 +12,9 @@
 
 mod autodiff;
 mod backend;
-pub mod cube;
+pub(crate) mod cube;
 mod fusion;
-pub mod kernels;
+pub(crate) mod kernels;
 
 #[cfg(test)]
 pub(crate) mod tests;

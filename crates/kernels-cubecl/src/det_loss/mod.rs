@@ -35,7 +35,7 @@
 //! These are raw launches for `CubeBackend` (no Burn op of their own): the YOLO26 loss branch op composes them;
 //! other backends run [`crate::bbox_loss`] and [`crate::bce_onehot`], whose sums and gradients these match.
 
-pub mod kernels;
+pub(crate) mod kernels;
 
 #[cfg(test)]
 mod tests;

@@ -30,7 +30,7 @@
 //! kernels on `CubeBackend`; other backends compute the same from the sums with tensor ops
 //! ([`items_from_sums`]).
 
-pub mod kernels;
+pub(crate) mod kernels;
 
 #[cfg(test)]
 mod tests;

@@ -158,10 +158,9 @@ fn assign_inner<R: CubeRuntime>(
     [gt_idx, fg, norm, labels]
 }
 
+#[cfg(test)]
 /// Launch-level entry points with caller-provided outputs (the tests poison them).
 pub mod raw {
     pub use super::super::fused::{fused_fits, launch_tal_assign_fused};
-    pub use super::super::kernels::{
-        launch_tal_gt_stats, launch_tal_metrics, launch_tal_metrics_raw, launch_tal_resolve, launch_tal_targets,
-    };
+    pub use super::super::kernels::{launch_tal_gt_stats, launch_tal_metrics, launch_tal_resolve, launch_tal_targets};
 }

@@ -14,10 +14,10 @@
 //! `topk2` other than `topk` (off) and 1 (YOLO26's one2one branch) runs the reference on every backend.
 
 mod autodiff;
-pub mod cube;
-pub mod fused;
+pub(crate) mod cube;
+pub(crate) mod fused;
 mod fusion;
-pub mod kernels;
+pub(crate) mod kernels;
 mod reference;
 
 #[cfg(test)]

@@ -15,9 +15,9 @@
 //!   (custom fusion op), `Autodiff<B, C>` and `Flex` (reference: a full sort, the trait's default method).
 
 mod autodiff;
-pub mod cube;
+pub(crate) mod cube;
 mod fusion;
-pub mod kernel;
+pub(crate) mod kernel;
 
 #[cfg(test)]
 mod tests;

@@ -29,7 +29,7 @@ use cubecl::prelude::*;
 
 use burn_cubecl::{tensor::CubeTensor, CubeRuntime};
 
-use super::mma::{acc_as_a, ldsm_x4, load_tile, mma_into, plane_a_frags, store_acc_rows, take4, tile_bytes, zero_acc};
+use super::mma::{acc_as_a, ldsm_x4, load_tile, mma_into, plane_a_frags, store_acc_rows, take4, zero_acc};
 use super::mma::{A2, PLANE, R2, V8};
 use cubecl::ir::FastMath;
 
@@ -340,12 +340,6 @@ pub fn backward_config(dk: usize, dv: usize) -> (usize, usize) {
     } else {
         (4, 64)
     }
-}
-
-/// Shared memory of the dK/dV kernel (the dQ kernel's is the same with the roles swapped), in bytes.
-pub fn backward_shared_bytes(dk: usize, dv: usize) -> usize {
-    let (planes, tile) = backward_config(dk, dv);
-    tile_bytes(planes * 16, dk) + tile_bytes(planes * 16, dv) + tile_bytes(tile, dk) + tile_bytes(tile, dv) + 8 * tile
 }
 
 /// Launches [`flash_bwd_dkdv_mma_kernel`] (check [`super::mma::mma_supported`] first).

@@ -5,13 +5,13 @@
 //! weight). Backward (1 launch): the anchor-pass backward, the items scaling folded in. The raw head outputs
 //! and the anchor grid are read in place (strided / pitched), so nothing is copied. Other cases (F64, no GT
 //! slot, an empty batch, a top-k the kernels do not take) run the default composition.
+use crate::cube_util::{empty, f32_rows, tight_as};
+use crate::det_loss::kernels::{forward_split, launch_det_loss_backward, launch_det_loss_forward, AnchorPass};
+use crate::loss_items::kernels::{launch_loss_items_forward, ItemsOut};
+use crate::tal::cube::assign_raw;
+use crate::topk::kernel::chunk_for;
 use burn::tensor::{ops::IntTensor, DType, IntDType, Shape};
 use burn_cubecl::{tensor::CubeTensor, BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement};
-use kernels_cubecl::cube_util::{empty, f32_rows, tight_as};
-use kernels_cubecl::det_loss::kernels::{forward_split, launch_det_loss_backward, launch_det_loss_forward, AnchorPass};
-use kernels_cubecl::loss_items::kernels::{launch_loss_items_forward, ItemsOut};
-use kernels_cubecl::tal::cube::assign_raw;
-use kernels_cubecl::topk::kernel::chunk_for;
 
 use super::{compose, compose_backward, BranchConfig, BranchLossBackend, BranchPrims, BranchSaved};
 

@@ -23,17 +23,17 @@ mod autodiff;
 mod cube;
 mod fusion;
 
+use crate::bbox_loss::{bbox_loss_sums, BboxLossBackend};
+use crate::bce_onehot::{bce_onehot_sum, BceOneHotBackend};
+use crate::decode::{BoxFormat, DetectDecodeBackend};
+use crate::loss_items::{items_backward, items_from_sums};
+use crate::tal::{TalBackend, TalConfig};
 use burn::prelude::*;
 use burn::tensor::{
     get_device_settings,
     ops::{FloatTensor, IntTensor},
     DType, IntDType, TensorPrimitive,
 };
-use kernels_cubecl::bbox_loss::{bbox_loss_sums, BboxLossBackend};
-use kernels_cubecl::bce_onehot::{bce_onehot_sum, BceOneHotBackend};
-use kernels_cubecl::decode::{BoxFormat, DetectDecodeBackend};
-use kernels_cubecl::loss_items::{items_backward, items_from_sums};
-use kernels_cubecl::tal::{TalBackend, TalConfig};
 
 /// Constants of a branch: the assigner's parameters, the input image size `[W, H]` in pixels (the L1
 /// normalisation), the loss gains `(box, cls, l1)` (the op multiplies them by the batch size) and `mix`, the

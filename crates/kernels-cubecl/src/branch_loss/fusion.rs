@@ -1,8 +1,8 @@
 //! [`BranchLossBackend`] for [`Fusion`]: the forward and the backward of a branch are each one opaque custom
-//! op of the fusion stream (`kernels_cubecl::fusion_util`); the config travels in the ops' closures.
+//! op of the fusion stream (`crate::fusion_util`); the config travels in the ops' closures.
+use crate::fusion_util::{custom_op, Prim};
 use burn::tensor::{DType, IntDType, Shape};
 use burn_fusion::{Fusion, FusionBackend, FusionTensor};
-use kernels_cubecl::fusion_util::{custom_op, Prim};
 
 use super::{BranchConfig, BranchLossBackend, BranchPrims, BranchSaved};
 

@@ -1,13 +1,13 @@
 //! [`BranchLossBackend`] for [`Autodiff`]: the forward runs on the inner backend (one node, parents `boxes`
 //! and `scores`); the backward step is one call of the inner `branch_loss_backward` with the upstream
 //! gradient of `total`. The items, terms, assignment outputs and `w_sum` are returned untracked.
+use crate::autodiff_util::{constant, differentiable_with};
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::Autodiff;
 use burn::tensor::{
     ops::{FloatTensor, IntTensor},
     IntDType,
 };
-use kernels_cubecl::autodiff_util::{constant, differentiable_with};
 
 use super::{BranchConfig, BranchLossBackend, BranchPrims, BranchSaved};
 
