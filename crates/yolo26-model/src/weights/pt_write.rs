@@ -23,6 +23,7 @@
 use std::io::{Cursor, Write};
 use std::path::Path;
 
+use super::pickle::op;
 use super::{write_atomic, FileDType, WeightMap, WeightsError};
 use crate::config::Scale;
 
@@ -37,29 +38,6 @@ pub struct PtMeta {
     pub train_args: Vec<(String, String)>,
     /// Store floats as float16 (ultralytics' own checkpoints do) instead of float32.
     pub half: bool,
-}
-
-/// Pickle protocol-2 opcodes used here.
-mod op {
-    pub const PROTO: u8 = 0x80;
-    pub const GLOBAL: u8 = b'c';
-    pub const BINUNICODE: u8 = b'X';
-    pub const BININT: u8 = b'J';
-    pub const LONG1: u8 = 0x8a;
-    pub const NEWTRUE: u8 = 0x88;
-    pub const NEWFALSE: u8 = 0x89;
-    pub const NONE: u8 = b'N';
-    pub const MARK: u8 = b'(';
-    pub const TUPLE: u8 = b't';
-    pub const EMPTY_TUPLE: u8 = b')';
-    pub const EMPTY_DICT: u8 = b'}';
-    pub const SETITEMS: u8 = b'u';
-    pub const REDUCE: u8 = b'R';
-    pub const BINPERSID: u8 = b'Q';
-    pub const LONG_BINPUT: u8 = b'r';
-    pub const LONG_BINGET: u8 = b'j';
-    pub const POP: u8 = b'0';
-    pub const STOP: u8 = b'.';
 }
 
 /// A minimal protocol-2 pickle writer.

@@ -51,7 +51,7 @@ pub(super) struct Machine<'a> {
     pub(super) copy_budget: usize,
 }
 
-mod op {
+pub(crate) mod op {
     pub const MARK: u8 = b'(';
     pub const STOP: u8 = b'.';
     pub const POP: u8 = b'0';

@@ -19,6 +19,8 @@
 
 mod freeze;
 mod machine;
+/// The opcode table the unpickler reads, shared with the `.pt` writer.
+pub(crate) use machine::op;
 #[cfg(test)]
 mod tests;
 
