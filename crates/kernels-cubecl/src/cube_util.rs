@@ -33,3 +33,17 @@ pub fn f32_rows<R: CubeRuntime>(t: CubeTensor<R>) -> CubeTensor<R> {
         tight_as(t, DType::F32)
     }
 }
+
+/// Panics unless every tensor has tight row-major strides (the kernels index linearly). Note that on CUDA
+/// `empty_device_dtype`/`from_data` may return pitched rows: allocate outputs with
+/// `empty_device_contiguous_dtype` and pass inputs through `into_contiguous`.
+pub fn assert_tight<R: CubeRuntime>(what: &str, tensors: &[&CubeTensor<R>]) {
+    for (i, t) in tensors.iter().enumerate() {
+        assert!(
+            t.is_contiguous(),
+            "{what}: tensor #{i} (shape {:?}, strides {:?}) is not tightly contiguous",
+            t.meta.shape(),
+            t.meta.strides()
+        );
+    }
+}

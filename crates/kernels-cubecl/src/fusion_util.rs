@@ -26,8 +26,11 @@ type Handles<B> = HandleContainer<<<B as FusionBackend>::FusionRuntime as Fusion
 
 /// A tensor of the inner backend, of the kind its dtype says.
 pub enum Prim<B: FusionBackend> {
+    /// A float tensor.
     Float(FloatTensor<B>),
+    /// An int tensor.
     Int(IntTensor<B>),
+    /// A bool tensor.
     Bool(BoolTensor<B>),
 }
 

@@ -24,12 +24,7 @@ use cubecl::prelude::*;
 use cubecl::wgpu::{WgpuDevice, WgpuRuntime, WgslCompiler};
 use cubecl::{Compiler, WgpuCompilationOptions};
 
-use crate::attention::kernels::{backward_delta, backward_dkdv, backward_dq, forward};
-use crate::psa::kernels as psa;
-use crate::{
-    bce::kernels as bce, bce_onehot::kernels as bce_onehot, ciou::kernels as ciou, decode::kernels as decode,
-    topk::kernel as topk,
-};
+use cubecl::ir::{ElemType, FloatKind, IntKind, StorageType};
 
 /// Source text of one kernel specialisation.
 #[derive(Clone, Debug)]
@@ -154,369 +149,59 @@ pub fn sources(name: &'static str, def: KernelDefinition) -> KernelSource {
     KernelSource { name, wgsl: normalise_wgsl(&wgsl(def)), cuda }
 }
 
-/// Definitions of every kernel of the crate, one representative specialisation each (f32 storage).
-/// Add new kernels here: the snapshot test and the dump pick them up.
+/// Definitions of every kernel of the crate, one representative specialisation each (f32 storage): each
+/// op's `kernels` module lists its own (`snapshot()`, with [`kernel_def`]). A new op adds its list here;
+/// the snapshot test and the dump pick it up.
 pub fn kernels() -> Vec<(&'static str, KernelDefinition)> {
-    let c = client();
-    let f32_ty: StorageType = f32::as_type_native_unchecked().storage_type();
-    let i32_ty: StorageType = i32::as_type_native_unchecked().storage_type();
-    let t = || TensorCompilationArg { inplace: None };
-    // FA2 with Dk = Dv = 32 and the tiles the launchers pick for it (64 × 64 within 32 KiB).
-    let (dk, dv, bm, bn) = (32usize, 32usize, 64usize, 64usize);
-    let mut defs = vec![
-        (
-            "fa2_forward_f32_d32",
-            forward::flash_fwd_kernel::FlashFwdKernel::<WgpuRuntime>::new(
-                settings(bm),
-                c.clone(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                (),
-                (),
-                (),
-                dk,
-                dv,
-                bm,
-                bn,
-                dk.max(dv),
-                f32_ty,
-            )
-            .define(),
-        ),
-        (
-            "fa2_backward_delta_f32_d32",
-            backward_delta::flash_bwd_delta_kernel::FlashBwdDeltaKernel::<WgpuRuntime>::new(
-                settings(backward_delta::UNITS),
-                c.clone(),
-                t(),
-                t(),
-                t(),
-                (),
-                dv,
-                f32_ty,
-            )
-            .define(),
-        ),
-        (
-            "fa2_backward_dkdv_f32_d32",
-            backward_dkdv::flash_bwd_dkdv_kernel::FlashBwdDkdvKernel::<WgpuRuntime>::new(
-                settings(bn),
-                c.clone(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                (),
-                (),
-                (),
-                dk,
-                dv,
-                bm,
-                bn,
-                f32_ty,
-            )
-            .define(),
-        ),
-        (
-            "fa2_backward_dq_f32_d32",
-            backward_dq::flash_bwd_dq_kernel::FlashBwdDqKernel::<WgpuRuntime>::new(
-                settings(bm),
-                c.clone(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                (),
-                (),
-                (),
-                dk,
-                dv,
-                bm,
-                bn,
-                f32_ty,
-            )
-            .define(),
-        ),
-        // PSA rearrangements: all sizes are runtime scalars, so one specialisation per dtype.
-        (
-            "psa_pack_qkv_f32",
-            psa::psa_pack_qkv_kernel::PsaPackQkvKernel::<WgpuRuntime>::new(
-                settings(psa::UNITS),
-                c.clone(),
-                t(),
-                t(),
-                t(),
-                t(),
-                (),
-                (),
-                (),
-                (),
-                f32_ty,
-            )
-            .define(),
-        ),
-        (
-            "psa_extract_v_f32",
-            psa::psa_extract_v_kernel::PsaExtractVKernel::<WgpuRuntime>::new(
-                settings(psa::UNITS),
-                c.clone(),
-                t(),
-                t(),
-                (),
-                (),
-                (),
-                (),
-                (),
-                (),
-                (),
-                f32_ty,
-            )
-            .define(),
-        ),
-        (
-            "psa_merge_attn_f32",
-            psa::psa_merge_attn_kernel::PsaMergeAttnKernel::<WgpuRuntime>::new(
-                settings(psa::UNITS),
-                c.clone(),
-                t(),
-                t(),
-                (),
-                (),
-                (),
-                (),
-                (),
-                (),
-                f32_ty,
-            )
-            .define(),
-        ),
-        (
-            "psa_split_attn_f32",
-            psa::psa_split_attn_kernel::PsaSplitAttnKernel::<WgpuRuntime>::new(
-                settings(psa::UNITS),
-                c.clone(),
-                t(),
-                t(),
-                (),
-                (),
-                (),
-                (),
-                (),
-                (),
-                f32_ty,
-            )
-            .define(),
-        ),
-        (
-            "psa_unpack_qkv_f32",
-            psa::psa_unpack_qkv_kernel::PsaUnpackQkvKernel::<WgpuRuntime>::new(
-                settings(psa::UNITS),
-                c.clone(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                (),
-                (),
-                (),
-                (),
-                (),
-                (),
-                (),
-                f32_ty,
-            )
-            .define(),
-        ),
-        // Detection-loss ops: one unit per anchor / box / element, sizes are runtime scalars.
-        (
-            "decode_forward_xyxy_f32",
-            decode::forward::decode_fwd_kernel::DecodeFwdKernel::<WgpuRuntime>::new(
-                settings(decode::UNITS as usize),
-                c.clone(),
-                t(),
-                t(),
-                t(),
-                (),
-                (),
-                false,
-                f32_ty,
-            )
-            .define(),
-        ),
-        (
-            "decode_backward_xyxy_f32",
-            decode::backward::decode_bwd_kernel::DecodeBwdKernel::<WgpuRuntime>::new(
-                settings(decode::UNITS as usize),
-                c.clone(),
-                t(),
-                t(),
-                t(),
-                (),
-                (),
-                false,
-                f32_ty,
-            )
-            .define(),
-        ),
-        (
-            "decode_forward_xywh_f32",
-            decode::forward::decode_fwd_kernel::DecodeFwdKernel::<WgpuRuntime>::new(
-                settings(decode::UNITS as usize),
-                c.clone(),
-                t(),
-                t(),
-                t(),
-                (),
-                (),
-                true,
-                f32_ty,
-            )
-            .define(),
-        ),
-        (
-            "decode_backward_xywh_f32",
-            decode::backward::decode_bwd_kernel::DecodeBwdKernel::<WgpuRuntime>::new(
-                settings(decode::UNITS as usize),
-                c.clone(),
-                t(),
-                t(),
-                t(),
-                (),
-                (),
-                true,
-                f32_ty,
-            )
-            .define(),
-        ),
-        (
-            "ciou_forward_f32",
-            ciou::forward::ciou_fwd_kernel::CiouFwdKernel::<WgpuRuntime>::new(
-                settings(ciou::UNITS as usize),
-                c.clone(),
-                t(),
-                t(),
-                t(),
-                t(),
-                (),
-                f32_ty,
-            )
-            .define(),
-        ),
-        (
-            "ciou_backward_f32",
-            ciou::backward::ciou_bwd_kernel::CiouBwdKernel::<WgpuRuntime>::new(
-                settings(ciou::UNITS as usize),
-                c.clone(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                (),
-                f32_ty,
-            )
-            .define(),
-        ),
-        (
-            "bce_forward_f32",
-            bce::forward::bce_fwd_kernel::BceFwdKernel::<WgpuRuntime>::new(
-                settings(bce::UNITS as usize),
-                c.clone(),
-                t(),
-                t(),
-                t(),
-                (),
-                f32_ty,
-            )
-            .define(),
-        ),
-        (
-            "bce_backward_f32",
-            bce::backward::bce_bwd_kernel::BceBwdKernel::<WgpuRuntime>::new(
-                settings(bce::UNITS as usize),
-                c.clone(),
-                t(),
-                t(),
-                t(),
-                t(),
-                (),
-                f32_ty,
-            )
-            .define(),
-        ),
-        (
-            "bce_onehot_forward_f32",
-            bce_onehot::bce_onehot_fwd_kernel::BceOnehotFwdKernel::<WgpuRuntime>::new(
-                settings(bce_onehot::UNITS),
-                c.clone(),
-                t(),
-                t(),
-                t(),
-                t(),
-                (),
-                (),
-                bce_onehot::UNITS,
-                [f32_ty, i32_ty],
-            )
-            .define(),
-        ),
-        (
-            "bce_onehot_backward_f32",
-            bce_onehot::bce_onehot_bwd_kernel::BceOnehotBwdKernel::<WgpuRuntime>::new(
-                settings(bce_onehot::UNITS),
-                c.clone(),
-                t(),
-                t(),
-                t(),
-                t(),
-                t(),
-                (),
-                (),
-                [f32_ty, i32_ty],
-            )
-            .define(),
-        ),
-        (
-            "topk_small_k10_f32",
-            topk::topk_small_kernel::TopkSmallKernel::<WgpuRuntime>::new(
-                settings(topk::SMALL_UNITS),
-                c.clone(),
-                t(),
-                t(),
-                t(),
-                t(),
-                (),
-                (),
-                10,
-                topk::SMALL_UNITS,
-                true,
-                [f32_ty, i32_ty],
-            )
-            .define(),
-        ),
-    ];
-    defs.extend(loss::kernels());
-    defs
+    [
+        crate::attention::kernels::snapshot(),
+        crate::psa::kernels::snapshot(),
+        crate::decode::kernels::snapshot(),
+        crate::ciou::kernels::snapshot(),
+        crate::bce::kernels::snapshot(),
+        crate::bce_onehot::kernels::snapshot(),
+        crate::topk::kernels::snapshot(),
+        crate::tal::kernels::snapshot(),
+        crate::bbox_loss::kernels::snapshot(),
+        crate::branch_loss::kernels::snapshot(),
+    ]
+    .concat()
 }
+
+/// The runtime the kernels are defined with (any would do: definition launches nothing).
+pub(crate) type R = WgpuRuntime;
+/// A tensor argument of a kernel definition (in the order of the kernel's signature).
+pub(crate) const T: TensorCompilationArg = TensorCompilationArg { inplace: None };
+/// A scalar argument of a kernel definition (its value is a launch-time input, not part of the source).
+pub(crate) const S: () = ();
+/// The f32 storage type (a `#[define(F)]` dtype argument).
+pub(crate) const F32: StorageType = StorageType::Scalar(ElemType::Float(FloatKind::F32));
+/// The i32 storage type (a `#[define(I)]` dtype argument).
+pub(crate) const I32: StorageType = StorageType::Scalar(ElemType::Int(IntKind::I32));
+
+/// `kernel_def!(name, module::kernel_fn::KernelStruct<R>, units = U, [args…])`: `(name, definition)` of one
+/// specialisation of a `#[cube(launch_unchecked)]` kernel with `U` units per cube. `args` are the generated
+/// `new`'s arguments after the settings and the client, in the kernel signature's order: [`T`] per tensor,
+/// [`S`] per runtime scalar, then the comptime values and the dtype(s).
+macro_rules! kernel_def {
+    ($name:literal, $kernel:ty, units = $units:expr, [$($arg:expr),* $(,)?]) => {
+        (
+            $name,
+            cubecl::prelude::CubeKernel::define(&<$kernel>::new(
+                $crate::snapshot::settings($units as usize),
+                $crate::snapshot::client(),
+                $($arg),*
+            )),
+        )
+    };
+}
+pub(crate) use kernel_def;
 
 /// Compiled sources of every kernel in [`kernels`].
 pub fn all_sources() -> Vec<KernelSource> {
     kernels().into_iter().map(|(name, def)| sources(name, def)).collect()
 }
 
-mod loss;
 #[cfg(feature = "cuda")]
 mod tensor_core;
 #[cfg(feature = "cuda")]

@@ -8,7 +8,7 @@ use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::Autodiff;
 use burn::tensor::ops::FloatTensor;
 
-use super::backend::FlashAttentionBackend;
+use super::FlashAttentionBackend;
 use crate::autodiff_util::{constant, differentiable_with};
 
 impl<B: FlashAttentionBackend, C: CheckpointStrategy> FlashAttentionBackend for Autodiff<B, C> {

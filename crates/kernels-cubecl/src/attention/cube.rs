@@ -6,7 +6,6 @@ use burn_cubecl::{
     CubeRuntime, FloatElement, IntElement,
 };
 
-use super::backend::{reference_backward, reference_forward, FlashAttentionBackend};
 use super::kernels::{
     backward_delta::launch_delta,
     backward_dkdv::launch_dkdv,
@@ -18,6 +17,7 @@ use super::kernels::{
     mma::mma_supported,
     MAX_HEAD_DIM,
 };
+use super::{reference_backward, reference_forward, FlashAttentionBackend};
 
 impl<R, F, I, BT> FlashAttentionBackend for CubeBackend<R, F, I, BT>
 where

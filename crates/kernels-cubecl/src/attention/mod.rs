@@ -12,19 +12,19 @@
 //! accumulation. Larger head dims fall back to the reference implementation.
 
 mod autodiff;
-mod backend;
 pub(crate) mod cube;
 mod fusion;
 pub(crate) mod kernels;
 mod module;
+mod reference;
 
 #[cfg(test)]
 pub(crate) mod tests;
 
-pub use backend::{reference_backward, reference_forward, FlashAttentionBackend};
 pub use module::{FlashMultiHeadAttention, FlashMultiHeadAttentionConfig};
+pub use reference::{reference_backward, reference_forward};
 
-use burn::tensor::{Tensor, TensorPrimitive};
+use burn::tensor::{backend::Backend, ops::FloatTensor, Tensor, TensorPrimitive};
 
 /// Scaled dot-product attention `softmax(scale · q kᵀ) v` on `[B, H, N, D]` tensors
 /// (`q: [B, H, Nq, Dk]`, `k: [B, H, Nk, Dk]`, `v: [B, H, Nk, Dv]` → `[B, H, Nq, Dv]`), computed with
@@ -54,3 +54,39 @@ pub fn flash_attention<B: FlashAttentionBackend>(
     let (o, _lse) = B::flash_attention_forward(q, k, v, scale);
     Tensor::<B, 3>::from_primitive(TensorPrimitive::Float(o)).reshape([b, h, nq, dv])
 }
+
+/// Backend extension: Flash Attention 2 forward and backward on `[BH, N, D]` tensors.
+///
+/// Implementations: the default methods (the reference, `reference.rs`: plain tensor ops, `N×N`
+/// materialised) on `Flex` and any backend that does not override them; `CubeBackend` launches the FA2
+/// kernels (`cube.rs`); `Fusion<B>` registers a custom op in the fusion stream (`fusion.rs`); `Autodiff<B, C>`
+/// runs the forward on the inner backend and records a backward step that calls
+/// [`FlashAttentionBackend::flash_attention_backward`] (`autodiff.rs`).
+pub trait FlashAttentionBackend: Backend {
+    /// `o = softmax(scale · q kᵀ) v` and `lse_i = ln Σ_j exp(scale · q_i · k_j)` (F32).
+    fn flash_attention_forward(
+        q: FloatTensor<Self>,
+        k: FloatTensor<Self>,
+        v: FloatTensor<Self>,
+        scale: f32,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>) {
+        reference_forward::<Self>(q, k, v, scale)
+    }
+
+    /// Gradients `(dq, dk, dv)` of `o` with respect to `q`, `k`, `v` given the upstream gradient `d_o`,
+    /// using the forward's `o` and `lse` (the scores are recomputed, never stored).
+    #[allow(clippy::too_many_arguments)]
+    fn flash_attention_backward(
+        q: FloatTensor<Self>,
+        k: FloatTensor<Self>,
+        v: FloatTensor<Self>,
+        o: FloatTensor<Self>,
+        lse: FloatTensor<Self>,
+        d_o: FloatTensor<Self>,
+        scale: f32,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>) {
+        reference_backward::<Self>(q, k, v, o, lse, d_o, scale)
+    }
+}
+
+impl FlashAttentionBackend for burn::backend::Flex {}

@@ -62,7 +62,7 @@ where
         let sums =
             Tensor::<Self, 3>::from_primitive(TensorPrimitive::Float(partial)).reshape([b * chunks, 3]).sum_dim(0);
         let sums = sums.reshape([3]);
-        let sums = if dtype == DType::F32 { sums } else { sums.cast(crate::dtype::float_dtype(dtype)) };
+        let sums = sums.cast(dtype);
         sums.into_primitive().tensor()
     }
 

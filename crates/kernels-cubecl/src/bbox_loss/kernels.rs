@@ -66,6 +66,60 @@ pub(crate) fn l1_term(d: f32, tau: f32, s: f32, n: f32) -> (f32, f32) {
     (diff.abs(), sign * s / n)
 }
 
+/// Writes one anchor's gradient w.r.t. its raw distances `(l, t, r, b)` to `d_dist [B, 4, A]` (zeros where
+/// `w = 0`): `∂/∂d [g_ciou·(1 − CIoU(p, q)) + g_abs·Σ_i |d_i·s/n_i − τ_i·s/n_i|]` with `g_ciou = k_ciou·w` and
+/// `g_abs = k_l1·w / 4` (the L1 term is a mean over the four sides), the CIoU gradient from [`ciou_grads`]
+/// with alpha recomputed by [`ciou_parts`]. Shared by [`bbox_loss_bwd_kernel`] and the loss branch's fused
+/// anchor pass; `sa` as in [`anchor_inputs`].
+#[cube]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn write_box_grads<F: Float, I: Int>(
+    dist: &Tensor<F>,
+    anchors: &Tensor<f32>,
+    gt_boxes: &Tensor<f32>,
+    gt_idx: &Tensor<I>,
+    d_dist: &mut Tensor<F>,
+    b: usize,
+    a: usize,
+    na: usize,
+    sa: usize,
+    num_gt: usize,
+    img_w: f32,
+    img_h: f32,
+    w: f32,
+    k_ciou: f32,
+    k_l1: f32,
+) {
+    let zero = f32::new(0.0);
+    let mut dl = zero;
+    let mut dt = zero;
+    let mut dr = zero;
+    let mut db = zero;
+    if w != zero {
+        let (l, t, r, bt, ax, ay, s, qx1, qy1, qx2, qy2) =
+            anchor_inputs::<F, I>(dist, anchors, gt_boxes, gt_idx, b, a, na, sa, num_gt);
+        let (px1, py1, px2, py2) = (ax - l, ay - t, ax + r, ay + bt);
+        let (_ciou, alpha) = ciou_parts(px1, py1, px2, py2, qx1, qy1, qx2, qy2);
+        let g_ciou = k_ciou * w;
+        let g_abs = k_l1 * w / f32::new(4.0);
+        let (gx1, gy1, gx2, gy2, _t1, _t2, _t3, _t4) =
+            ciou_grads(px1, py1, px2, py2, qx1, qy1, qx2, qy2, alpha, g_ciou);
+        let (_e0, d0) = l1_term(l, ax - qx1, s, img_w);
+        let (_e1, d1) = l1_term(t, ay - qy1, s, img_h);
+        let (_e2, d2) = l1_term(r, qx2 - ax, s, img_w);
+        let (_e3, d3) = l1_term(bt, qy2 - ay, s, img_h);
+        dl = -gx1 + g_abs * d0;
+        dt = -gy1 + g_abs * d1;
+        dr = gx2 + g_abs * d2;
+        db = gy2 + g_abs * d3;
+    }
+    let o = b * 4 * na + a;
+    d_dist[o] = F::cast_from(dl);
+    d_dist[o + na] = F::cast_from(dt);
+    d_dist[o + 2 * na] = F::cast_from(dr);
+    d_dist[o + 3 * na] = F::cast_from(db);
+}
+
 /// `dist`, `anchors`, `gt_boxes`, `gt_idx`, `weight` → `partial [B, chunks, 3]` (f32 sums).
 #[cube(launch_unchecked)]
 #[allow(clippy::too_many_arguments, clippy::assign_op_pattern)]
@@ -151,34 +205,23 @@ pub fn bbox_loss_bwd_kernel<F: Float, I: Int>(
     let a = CUBE_POS_X as usize * CUBE_DIM_X as usize + UNIT_POS_X as usize;
     if a < na {
         let w = weight[b * na + a];
-        let zero = f32::new(0.0);
-        let mut dl = zero;
-        let mut dt = zero;
-        let mut dr = zero;
-        let mut db = zero;
-        if w != zero {
-            let (l, t, r, bt, ax, ay, s, qx1, qy1, qx2, qy2) =
-                anchor_inputs::<F, I>(dist, anchors, gt_boxes, gt_idx, b, a, na, na, num_gt as usize);
-            let (px1, py1, px2, py2) = (ax - l, ay - t, ax + r, ay + bt);
-            let (_ciou, alpha) = ciou_parts(px1, py1, px2, py2, qx1, qy1, qx2, qy2);
-            let g_box = d_sums[0] * w;
-            let g_l1 = d_sums[1] * w / f32::new(4.0);
-            let (gx1, gy1, gx2, gy2, _t1, _t2, _t3, _t4) =
-                ciou_grads(px1, py1, px2, py2, qx1, qy1, qx2, qy2, alpha, g_box);
-            let (_e0, d0) = l1_term(l, ax - qx1, s, img_w);
-            let (_e1, d1) = l1_term(t, ay - qy1, s, img_h);
-            let (_e2, d2) = l1_term(r, qx2 - ax, s, img_w);
-            let (_e3, d3) = l1_term(bt, qy2 - ay, s, img_h);
-            dl = -gx1 + g_l1 * d0;
-            dt = -gy1 + g_l1 * d1;
-            dr = gx2 + g_l1 * d2;
-            db = gy2 + g_l1 * d3;
-        }
-        let o = b * 4 * na + a;
-        d_dist[o] = F::cast_from(dl);
-        d_dist[o + na] = F::cast_from(dt);
-        d_dist[o + 2 * na] = F::cast_from(dr);
-        d_dist[o + 3 * na] = F::cast_from(db);
+        write_box_grads::<F, I>(
+            dist,
+            anchors,
+            gt_boxes,
+            gt_idx,
+            d_dist,
+            b,
+            a,
+            na,
+            na,
+            num_gt as usize,
+            img_w,
+            img_h,
+            w,
+            d_sums[0],
+            d_sums[1],
+        );
     }
 }
 
@@ -196,7 +239,7 @@ fn check<R: CubeRuntime>(
     gt_idx: &CubeTensor<R>,
     weight: &CubeTensor<R>,
 ) -> (usize, usize, usize) {
-    crate::attention::kernels::assert_tight(what, &[anchors, gt_boxes, gt_idx, weight]);
+    crate::cube_util::assert_tight(what, &[anchors, gt_boxes, gt_idx, weight]);
     super::check_shapes(
         dist.meta.shape(),
         anchors.meta.shape(),
@@ -224,7 +267,7 @@ pub fn launch_bbox_loss_forward<R: CubeRuntime>(
     image: [f32; 2],
 ) {
     let (b, a, g) = check("launch_bbox_loss_forward", dist, anchors, gt_boxes, gt_idx, weight);
-    crate::attention::kernels::assert_tight("launch_bbox_loss_forward", &[partial]);
+    crate::cube_util::assert_tight("launch_bbox_loss_forward", &[partial]);
     let (_, chunks) = forward_split(b, a);
     assert_eq!(partial.meta.shape().dims::<3>(), [b, chunks, 3], "launch_bbox_loss_forward: partial");
     assert_eq!(partial.dtype, DType::F32, "launch_bbox_loss_forward: partial dtype");
@@ -267,7 +310,7 @@ pub fn launch_bbox_loss_backward<R: CubeRuntime>(
     image: [f32; 2],
 ) {
     let (b, a, g) = check("launch_bbox_loss_backward", dist, anchors, gt_boxes, gt_idx, weight);
-    crate::attention::kernels::assert_tight("launch_bbox_loss_backward", &[d_sums, d_dist]);
+    crate::cube_util::assert_tight("launch_bbox_loss_backward", &[d_sums, d_dist]);
     assert_eq!(d_dist.meta.shape().dims::<3>(), [b, 4, a], "launch_bbox_loss_backward: d_dist");
     assert_eq!(d_dist.dtype, dist.dtype, "launch_bbox_loss_backward: d_dist dtype");
     assert_eq!(d_sums.meta.shape().dims::<1>(), [3], "launch_bbox_loss_backward: d_sums");
@@ -293,4 +336,25 @@ pub fn launch_bbox_loss_backward<R: CubeRuntime>(
             [dist.dtype.into(), gt_idx.dtype.into()],
         )
     }
+}
+
+/// One representative specialisation of each kernel (f32 storage) for the source snapshots of
+/// [`crate::snapshot`] (defined, never launched).
+#[cfg(feature = "wgpu")]
+pub(crate) fn snapshot() -> Vec<(&'static str, cubecl::prelude::KernelDefinition)> {
+    use crate::snapshot::{kernel_def, F32, I32, R, S, T};
+    vec![
+        kernel_def!(
+            "bbox_loss_forward_f32",
+            bbox_loss_fwd_kernel::BboxLossFwdKernel<R>,
+            units = UNITS,
+            [T, T, T, T, T, T, S, S, S, S, UNITS, PER_UNIT, [F32, I32]]
+        ),
+        kernel_def!(
+            "bbox_loss_backward_f32",
+            bbox_loss_bwd_kernel::BboxLossBwdKernel<R>,
+            units = UNITS,
+            [T, T, T, T, T, T, T, S, S, S, S, [F32, I32]]
+        ),
+    ]
 }

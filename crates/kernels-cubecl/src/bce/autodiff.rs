@@ -5,7 +5,7 @@ use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::Autodiff;
 use burn::tensor::ops::FloatTensor;
 
-use super::backend::BceWithLogitsBackend;
+use super::BceWithLogitsBackend;
 use crate::autodiff_util::differentiable;
 
 impl<B: BceWithLogitsBackend, C: CheckpointStrategy> BceWithLogitsBackend for Autodiff<B, C> {

@@ -4,8 +4,8 @@ use burn_cubecl::{tensor::CubeTensor, BoolElement, CubeBackend, CubeRuntime, Flo
 
 use crate::cube_util::{empty, tight_as};
 
-use super::backend::BceWithLogitsBackend;
 use super::kernels::{backward::launch_bce_backward, forward::launch_bce_forward};
+use super::BceWithLogitsBackend;
 
 impl<R, F, I, BT> BceWithLogitsBackend for CubeBackend<R, F, I, BT>
 where

@@ -1,8 +1,8 @@
 //! [`BceWithLogitsBackend`] for [`Fusion`]: forward and backward are opaque custom ops in the fusion stream.
 use burn_fusion::{Fusion, FusionBackend, FusionTensor};
 
-use super::backend::BceWithLogitsBackend;
 use super::cube::check_shapes;
+use super::BceWithLogitsBackend;
 use crate::fusion_util::{custom_op, Prim};
 
 type T<B> = FusionTensor<<B as FusionBackend>::FusionRuntime>;

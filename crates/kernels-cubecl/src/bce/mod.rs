@@ -11,17 +11,17 @@
 //! never registered (`∂L/∂t = −x` is not computed).
 
 mod autodiff;
-mod backend;
 pub(crate) mod cube;
 mod fusion;
 pub(crate) mod kernels;
+mod reference;
 
 #[cfg(test)]
 mod tests;
 
-pub use backend::{reference_backward, reference_forward, BceWithLogitsBackend};
+pub use reference::{reference_backward, reference_forward};
 
-use burn::tensor::{Tensor, TensorPrimitive};
+use burn::tensor::{backend::Backend, ops::FloatTensor, Tensor, TensorPrimitive};
 
 /// Elementwise `max(x, 0) − x·t + ln(1 + e^{−|x|})` (PyTorch's numerically stable BCE-with-logits), for
 /// `logits` `x` and soft `targets` `t ∈ [0, 1]` of the same shape (any rank; `targets` are cast to
@@ -44,3 +44,22 @@ pub fn bce_with_logits<B: BceWithLogitsBackend, const D: usize>(
     let loss = Tensor::<B, 1>::from_primitive(TensorPrimitive::Float(B::bce_with_logits_forward(x, t)));
     loss.reshape(shape)
 }
+
+/// Backend extension: elementwise BCE with logits and its gradient w.r.t. the logits.
+pub trait BceWithLogitsBackend: Backend {
+    /// `loss = max(x, 0) − x·t + ln(1 + e^{−|x|})` (dtype of `logits`).
+    fn bce_with_logits_forward(logits: FloatTensor<Self>, targets: FloatTensor<Self>) -> FloatTensor<Self> {
+        reference_forward::<Self>(logits, targets)
+    }
+
+    /// `d logits = d_loss · (σ(x) − t)` (dtype of `logits`). The targets get no gradient.
+    fn bce_with_logits_backward(
+        logits: FloatTensor<Self>,
+        targets: FloatTensor<Self>,
+        d_loss: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        reference_backward::<Self>(logits, targets, d_loss)
+    }
+}
+
+impl BceWithLogitsBackend for burn::backend::Flex {}

@@ -29,7 +29,7 @@ where
         let partial = empty(&logits, Shape::new([rows, chunks]), DType::F32);
         launch_bce_onehot_forward(&logits, &labels, &scores, &partial);
         let total = Tensor::<Self, 2>::from_primitive(TensorPrimitive::Float(partial)).sum();
-        let total = if dtype == DType::F32 { total } else { total.cast(crate::dtype::float_dtype(dtype)) };
+        let total = total.cast(dtype);
         total.into_primitive().tensor()
     }
 

@@ -225,7 +225,7 @@ pub fn launch_bce_onehot_forward<R: CubeRuntime>(
     scores: &CubeTensor<R>,
     partial: &CubeTensor<R>,
 ) {
-    crate::attention::kernels::assert_tight("launch_bce_onehot_forward", &[labels, scores, partial]);
+    crate::cube_util::assert_tight("launch_bce_onehot_forward", &[labels, scores, partial]);
     let [b, c, a] = check("launch_bce_onehot_forward", logits, labels, scores);
     let (rows, chunks) = forward_split(b, c, a);
     assert_eq!(partial.meta.shape().dims::<2>(), [rows, chunks], "launch_bce_onehot_forward: partial");
@@ -262,7 +262,7 @@ pub fn launch_bce_onehot_backward<R: CubeRuntime>(
     d_total: &CubeTensor<R>,
     d_logits: &CubeTensor<R>,
 ) {
-    crate::attention::kernels::assert_tight("launch_bce_onehot_backward", &[labels, scores, d_total, d_logits]);
+    crate::cube_util::assert_tight("launch_bce_onehot_backward", &[labels, scores, d_total, d_logits]);
     let [b, c, a] = check("launch_bce_onehot_backward", logits, labels, scores);
     assert_eq!(d_logits.meta.shape().dims::<3>(), [b, c, a], "launch_bce_onehot_backward: d_logits");
     assert_eq!(d_total.meta.shape().num_elements(), 1, "launch_bce_onehot_backward: d_total");
@@ -287,4 +287,25 @@ pub fn launch_bce_onehot_backward<R: CubeRuntime>(
             [logits.dtype.into(), labels.dtype.into()],
         )
     }
+}
+
+/// One representative specialisation of each kernel (f32 storage) for the source snapshots of
+/// [`crate::snapshot`] (defined, never launched).
+#[cfg(feature = "wgpu")]
+pub(crate) fn snapshot() -> Vec<(&'static str, cubecl::prelude::KernelDefinition)> {
+    use crate::snapshot::{kernel_def, F32, I32, R, S, T};
+    vec![
+        kernel_def!(
+            "bce_onehot_forward_f32",
+            bce_onehot_fwd_kernel::BceOnehotFwdKernel<R>,
+            units = UNITS,
+            [T, T, T, T, S, S, UNITS, [F32, I32]]
+        ),
+        kernel_def!(
+            "bce_onehot_backward_f32",
+            bce_onehot_bwd_kernel::BceOnehotBwdKernel<R>,
+            units = UNITS,
+            [T, T, T, T, T, S, S, [F32, I32]]
+        ),
+    ]
 }

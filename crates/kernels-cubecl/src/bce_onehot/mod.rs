@@ -13,19 +13,18 @@ mod autodiff;
 pub(crate) mod cube;
 mod fusion;
 pub(crate) mod kernels;
+mod reference;
 
 #[cfg(test)]
 mod tests;
 
+pub use reference::{reference_backward, reference_sum};
+
 use burn::tensor::{
-    activation::sigmoid,
     backend::Backend,
     ops::{FloatTensor, IntTensor},
     Int, Tensor, TensorPrimitive,
 };
-
-use crate::bce::reference_forward as bce_reference;
-use crate::dtype::{cast_to, compute_dtype};
 
 /// Backend extension: summed one-hot BCE and its gradient.
 pub trait BceOneHotBackend: Backend {
@@ -51,56 +50,6 @@ pub trait BceOneHotBackend: Backend {
 
 impl BceOneHotBackend for burn::backend::Flex {}
 
-/// Dense targets `[B, C, A]` in `dtype`: `one_hot(label)·score`.
-fn dense_targets<B: Backend>(
-    labels: IntTensor<B>,
-    scores: FloatTensor<B>,
-    num_classes: usize,
-    dtype: burn::tensor::DType,
-) -> Tensor<B, 3> {
-    let labels: Tensor<B, 2, Int> = Tensor::from_primitive(labels);
-    let scores: Tensor<B, 2> = cast_to(Tensor::from_primitive(TensorPrimitive::Float(scores)), dtype);
-    let [b, a] = labels.dims();
-    let classes = Tensor::<B, 1, Int>::arange(0..num_classes as i64, &labels.device()).reshape([1, num_classes, 1]);
-    let hot = labels.unsqueeze_dim::<3>(1).expand([b, num_classes, a]).equal(classes.expand([b, num_classes, a]));
-    cast_to(hot.float(), dtype) * scores.unsqueeze_dim(1)
-}
-
-/// Reference forward in tensor ops (dense targets, then the BCE reference and a sum).
-pub fn reference_sum<B: Backend>(
-    logits: FloatTensor<B>,
-    labels: IntTensor<B>,
-    scores: FloatTensor<B>,
-) -> FloatTensor<B> {
-    let x: Tensor<B, 3> = Tensor::from_primitive(TensorPrimitive::Float(logits));
-    let dtype = x.dtype();
-    let cd = compute_dtype(dtype);
-    let t = dense_targets::<B>(labels, scores, x.dims()[1], cd);
-    let n = x.shape().num_elements();
-    let x = cast_to(x, cd).reshape([n]);
-    let loss: Tensor<B, 1> = Tensor::from_primitive(TensorPrimitive::Float(bce_reference::<B>(
-        x.into_primitive().tensor(),
-        t.reshape([n]).into_primitive().tensor(),
-    )));
-    cast_to(loss.sum(), dtype).into_primitive().tensor()
-}
-
-/// Reference backward in tensor ops: `d_total · (σ(x) − t)`.
-pub fn reference_backward<B: Backend>(
-    logits: FloatTensor<B>,
-    labels: IntTensor<B>,
-    scores: FloatTensor<B>,
-    d_total: FloatTensor<B>,
-) -> FloatTensor<B> {
-    let x: Tensor<B, 3> = Tensor::from_primitive(TensorPrimitive::Float(logits));
-    let dtype = x.dtype();
-    let cd = compute_dtype(dtype);
-    let t = dense_targets::<B>(labels, scores, x.dims()[1], cd);
-    let g: Tensor<B, 1> = cast_to(Tensor::from_primitive(TensorPrimitive::Float(d_total)), cd);
-    let d = (sigmoid(cast_to(x, cd)) - t) * g.reshape([1, 1, 1]);
-    cast_to(d, dtype).into_primitive().tensor()
-}
-
 /// Checks `logits [B, C, A]`, `labels` and `scores` `[B, A]`.
 pub(crate) fn check_shapes(logits: &[usize], labels: &[usize], scores: &[usize]) {
     assert!(
@@ -118,10 +67,9 @@ pub fn bce_onehot_sum<B: BceOneHotBackend>(
 ) -> Tensor<B, 1> {
     check_shapes(&logits.dims(), &labels.dims(), &scores.dims());
     if logits.shape().num_elements() == 0 {
-        return Tensor::<B, 1>::zeros([1], &logits.device()).cast(crate::dtype::float_dtype(logits.dtype()));
+        return Tensor::<B, 1>::zeros([1], &logits.device()).cast(logits.dtype());
     }
-    let scores =
-        if scores.dtype() == logits.dtype() { scores } else { scores.cast(crate::dtype::float_dtype(logits.dtype())) };
+    let scores = scores.cast(logits.dtype());
     let out =
         B::bce_onehot_sum(logits.into_primitive().tensor(), labels.into_primitive(), scores.into_primitive().tensor());
     Tensor::from_primitive(TensorPrimitive::Float(out))

@@ -5,11 +5,11 @@
 //! weight). Backward (1 launch): the anchor-pass backward, the items scaling folded in. The raw head outputs
 //! and the anchor grid are read in place (strided / pitched), so nothing is copied. Other cases (F64, no GT
 //! slot, an empty batch, a top-k the kernels do not take) run the default composition.
+use super::kernels::det_loss::{forward_split, launch_det_loss_backward, launch_det_loss_forward, AnchorPass};
+use super::kernels::loss_items::{launch_loss_items_forward, ItemsOut};
 use crate::cube_util::{empty, f32_rows, tight_as};
-use crate::det_loss::kernels::{forward_split, launch_det_loss_backward, launch_det_loss_forward, AnchorPass};
-use crate::loss_items::kernels::{launch_loss_items_forward, ItemsOut};
 use crate::tal::cube::assign_raw;
-use crate::topk::kernel::chunk_for;
+use crate::topk::kernels::chunk_for;
 use burn::tensor::{ops::IntTensor, DType, IntDType, Shape};
 use burn_cubecl::{tensor::CubeTensor, BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement};
 

@@ -22,17 +22,24 @@
 mod autodiff;
 mod cube;
 mod fusion;
+pub(crate) mod kernels;
+mod reference;
 
-use crate::bbox_loss::{bbox_loss_sums, BboxLossBackend};
-use crate::bce_onehot::{bce_onehot_sum, BceOneHotBackend};
-use crate::decode::{BoxFormat, DetectDecodeBackend};
-use crate::loss_items::{items_backward, items_from_sums};
+#[cfg(test)]
+mod tests;
+
+pub use reference::{compose, compose_backward, items_backward, items_from_sums};
+
+use crate::bbox_loss::BboxLossBackend;
+use crate::bce_onehot::BceOneHotBackend;
+use crate::decode::DetectDecodeBackend;
 use crate::tal::{TalBackend, TalConfig};
+use crate::tensor_util::float;
 use burn::prelude::*;
 use burn::tensor::{
     get_device_settings,
     ops::{FloatTensor, IntTensor},
-    DType, IntDType, TensorPrimitive,
+    IntDType,
 };
 
 /// Constants of a branch: the assigner's parameters, the input image size `[W, H]` in pixels (the L1
@@ -40,9 +47,13 @@ use burn::tensor::{
 /// branch's weight in the total (ProgLoss; 1 for a lone branch).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BranchConfig {
+    /// The assigner's parameters.
     pub tal: TalConfig,
+    /// Input image size `[W, H]` in pixels (the L1 normalisation).
     pub image: [f32; 2],
+    /// Loss gains `(box, cls, l1)` (ultralytics `box 7.5`, `cls 0.5`, `dfl 1.5`: the latter weighs L1).
     pub gains: [f32; 3],
+    /// The branch's weight in the total (1 for a lone branch).
     pub mix: f32,
 }
 
@@ -78,11 +89,17 @@ pub struct BranchPrims<B: Backend> {
 /// What the backward of a branch needs from its forward (besides the raw `boxes` and `scores`).
 #[derive(Debug, Clone)]
 pub struct BranchSaved<B: Backend> {
+    /// `[3, A]` the anchor grid of the forward.
     pub grid: FloatTensor<B>,
+    /// `[B, G, 4]` the GT boxes (xyxy pixels).
     pub gt_boxes: FloatTensor<B>,
+    /// `[B, A]` assigned GT slot.
     pub gt_idx: IntTensor<B>,
+    /// `[B, A]` assigned class id.
     pub labels: IntTensor<B>,
+    /// `[B, A]` target-score sum `w` of the anchor.
     pub score_sum: FloatTensor<B>,
+    /// `[1]` `Σ w`.
     pub w_sum: FloatTensor<B>,
 }
 
@@ -90,6 +107,7 @@ pub struct BranchSaved<B: Backend> {
 /// units), `scores [B, C, A]` logits (same float dtype), `grid [3, A]` anchor x, y (grid units) and stride,
 /// `gt_boxes [B, G, 4]` xyxy pixels, `gt_labels [B, G]` int, `gt_mask [B, G]` 1.0 / 0.0.
 pub trait BranchLossBackend: DetectDecodeBackend + TalBackend + BboxLossBackend + BceOneHotBackend {
+    /// The branch's forward: the loss, its items and the assignment ([`BranchPrims`]).
     #[allow(clippy::too_many_arguments)]
     fn branch_loss(
         boxes: FloatTensor<Self>,
@@ -118,98 +136,6 @@ pub trait BranchLossBackend: DetectDecodeBackend + TalBackend + BboxLossBackend 
 
 impl BranchLossBackend for burn::backend::Flex {}
 
-fn float<B: Backend, const D: usize>(t: FloatTensor<B>) -> Tensor<B, D> {
-    Tensor::from_primitive(TensorPrimitive::Float(t))
-}
-
-/// The branch on backend `B` from its ops (see the module doc).
-#[allow(clippy::too_many_arguments)]
-pub fn compose<B: DetectDecodeBackend + TalBackend + BboxLossBackend + BceOneHotBackend>(
-    boxes: FloatTensor<B>,
-    scores: FloatTensor<B>,
-    grid: FloatTensor<B>,
-    gt_boxes: FloatTensor<B>,
-    gt_labels: IntTensor<B>,
-    gt_mask: FloatTensor<B>,
-    cfg: BranchConfig,
-    int_dtype: IntDType,
-) -> BranchPrims<B> {
-    let boxes: Tensor<B, 3> = float(boxes);
-    let scores: Tensor<B, 3> = float(scores);
-    let grid: Tensor<B, 2> = float(grid);
-    let gt_boxes: Tensor<B, 3> = float(gt_boxes);
-    let gt_labels: Tensor<B, 2, Int> = Tensor::from_primitive(gt_labels);
-    let [b, _, a] = scores.dims();
-    let g = gt_boxes.dims()[1];
-    let device = scores.device();
-    let dtype = scores.dtype();
-
-    // bbox_decode (reg_max = 1) fused with the assigner's `* stride`: xyxy pixels
-    let pred_px = B::detect_decode_forward(
-        boxes.clone().into_primitive().tensor(),
-        grid.clone().into_primitive().tensor(),
-        BoxFormat::Xyxy,
-    );
-    // the label outside [0, C) gets no target and no box weight (the assigner zeroes its score)
-    let (gt_idx, fg, score_sum, labels) = if g == 0 || a == 0 || b == 0 {
-        let zeros = || Tensor::<B, 2>::zeros([b, a], (&device, dtype));
-        let idx = Tensor::<B, 2, Int>::zeros([b, a], (&device, DType::from(int_dtype)));
-        (idx, zeros(), zeros(), Tensor::<B, 2, Int>::zeros([b, a], (&device, gt_labels.dtype())))
-    } else {
-        let (i, f, n, l) = B::task_aligned_assign(
-            scores.clone().into_primitive().tensor(),
-            pred_px,
-            grid.clone().into_primitive().tensor(),
-            gt_boxes.clone().into_primitive().tensor(),
-            gt_labels.into_primitive(),
-            gt_mask,
-            cfg.tal,
-            int_dtype,
-        );
-        (Tensor::from_primitive(i), float::<B, 2>(f), float::<B, 2>(n), Tensor::from_primitive(l))
-    };
-
-    let box_sums = bbox_loss_sums(boxes, grid, gt_boxes, gt_idx.clone(), score_sum.clone(), cfg.image); // [3]
-    let cls = bce_onehot_sum(scores, labels.clone(), score_sum.clone()); // [1]
-    let (items, w_sum) = items_from_sums(box_sums.cast(dtype), cls, cfg.batch_gains(b));
-    let terms = items.clone() * cfg.mix;
-    BranchPrims {
-        total: terms.clone().sum().into_primitive().tensor(),
-        terms: terms.into_primitive().tensor(),
-        items: items.into_primitive().tensor(),
-        w_sum: w_sum.into_primitive().tensor(),
-        gt_idx: gt_idx.into_primitive(),
-        fg: fg.into_primitive().tensor(),
-        score_sum: score_sum.into_primitive().tensor(),
-        labels: labels.into_primitive(),
-    }
-}
-
-/// The backward of [`compose`] from the ops' backward methods.
-pub fn compose_backward<B: BboxLossBackend + BceOneHotBackend>(
-    boxes: FloatTensor<B>,
-    scores: FloatTensor<B>,
-    saved: BranchSaved<B>,
-    d_total: FloatTensor<B>,
-    cfg: BranchConfig,
-) -> (FloatTensor<B>, FloatTensor<B>) {
-    let b = float::<B, 3>(scores.clone()).dims()[0];
-    // each item enters the total once, weighted by mix
-    let d_items = (float::<B, 1>(d_total) * cfg.mix).expand([3]);
-    let (d_box, d_cls) = items_backward(d_items, float(saved.w_sum), cfg.batch_gains(b));
-    let d_boxes = B::bbox_loss_backward(
-        boxes,
-        saved.grid,
-        saved.gt_boxes,
-        saved.gt_idx,
-        saved.score_sum.clone(),
-        cfg.image,
-        d_box.into_primitive().tensor(),
-    );
-    let d_scores = B::bce_onehot_backward(scores, saved.labels, saved.score_sum, d_cls.into_primitive().tensor());
-    (d_boxes, d_scores)
-}
-
 /// Tensor-level outputs of [`branch_loss`].
 #[derive(Debug, Clone)]
 pub struct BranchOutput<B: Backend> {
@@ -221,9 +147,13 @@ pub struct BranchOutput<B: Backend> {
     pub terms: Tensor<B, 1>,
     /// `[1]` `Σ w` (target-score sum).
     pub w_sum: Tensor<B, 1>,
+    /// `[B, A]` assigned GT slot (0 for background).
     pub gt_idx: Tensor<B, 2, Int>,
+    /// `[B, A]` foreground flag (1.0 / 0.0).
     pub fg: Tensor<B, 2>,
+    /// `[B, A]` target-score sum `w` of the anchor.
     pub score_sum: Tensor<B, 2>,
+    /// `[B, A]` assigned class id.
     pub labels: Tensor<B, 2, Int>,
 }
 

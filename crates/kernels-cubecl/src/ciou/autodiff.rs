@@ -5,7 +5,7 @@ use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::Autodiff;
 use burn::tensor::ops::FloatTensor;
 
-use super::backend::CiouLossBackend;
+use super::CiouLossBackend;
 use crate::autodiff_util::{constant, differentiable_with};
 
 impl<B: CiouLossBackend, C: CheckpointStrategy> CiouLossBackend for Autodiff<B, C> {

@@ -4,8 +4,8 @@ use burn_cubecl::{tensor::CubeTensor, BoolElement, CubeBackend, CubeRuntime, Flo
 
 use crate::cube_util::{empty, tight_as};
 
-use super::backend::{reference_backward, reference_forward, CiouLossBackend};
 use super::kernels::{backward::launch_ciou_backward, forward::launch_ciou_forward};
+use super::{reference_backward, reference_forward, CiouLossBackend};
 
 impl<R, F, I, BT> CiouLossBackend for CubeBackend<R, F, I, BT>
 where

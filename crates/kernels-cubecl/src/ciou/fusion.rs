@@ -2,8 +2,8 @@
 use burn::tensor::{DType, Shape};
 use burn_fusion::{Fusion, FusionBackend, FusionTensor};
 
-use super::backend::CiouLossBackend;
 use super::cube::check_shapes;
+use super::CiouLossBackend;
 use crate::fusion_util::{custom_op, Prim};
 
 type T<B> = FusionTensor<<B as FusionBackend>::FusionRuntime>;

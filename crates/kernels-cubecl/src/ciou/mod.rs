@@ -11,17 +11,17 @@
 //! gradient where its input is `≥ 0`.
 
 mod autodiff;
-mod backend;
 pub(crate) mod cube;
 mod fusion;
 pub(crate) mod kernels;
+mod reference;
 
 #[cfg(test)]
 pub(crate) mod tests;
 
-pub use backend::{ciou_formula, reference_backward, reference_forward, CiouLossBackend};
+pub use reference::{ciou_formula, reference_backward, reference_forward};
 
-use burn::tensor::{Tensor, TensorPrimitive};
+use burn::tensor::{backend::Backend, ops::FloatTensor, Tensor, TensorPrimitive};
 
 /// The `eps` of ultralytics' `bbox_iou`.
 pub const CIOU_EPS: f32 = 1e-7;
@@ -44,3 +44,24 @@ pub fn ciou_loss<B: CiouLossBackend>(pred: Tensor<B, 2>, target: Tensor<B, 2>) -
     let (loss, _alpha) = B::ciou_loss_forward(pred.into_primitive().tensor(), target.into_primitive().tensor());
     Tensor::from_primitive(TensorPrimitive::Float(loss))
 }
+
+/// Backend extension: per-box `1 − CIoU` and its gradients.
+pub trait CiouLossBackend: Backend {
+    /// `(loss, alpha)`, `loss_i = 1 − CIoU(pred_i, target_i)`, `alpha_i = v / (1 − iou + v + eps)`.
+    fn ciou_loss_forward(pred: FloatTensor<Self>, target: FloatTensor<Self>) -> (FloatTensor<Self>, FloatTensor<Self>) {
+        reference_forward::<Self>(pred, target)
+    }
+
+    /// `(d pred, d target)` (`[M, 4]`, dtype of `pred`) from the upstream gradient `d_loss` (`[M]`) and the
+    /// forward's `alpha` (treated as a constant).
+    fn ciou_loss_backward(
+        pred: FloatTensor<Self>,
+        target: FloatTensor<Self>,
+        alpha: FloatTensor<Self>,
+        d_loss: FloatTensor<Self>,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>) {
+        reference_backward::<Self>(pred, target, alpha, d_loss)
+    }
+}
+
+impl CiouLossBackend for burn::backend::Flex {}

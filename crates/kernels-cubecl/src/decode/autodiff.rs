@@ -5,8 +5,8 @@ use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::Autodiff;
 use burn::tensor::ops::FloatTensor;
 
-use super::backend::DetectDecodeBackend;
 use super::BoxFormat;
+use super::DetectDecodeBackend;
 use crate::autodiff_util::differentiable;
 
 impl<B: DetectDecodeBackend, C: CheckpointStrategy> DetectDecodeBackend for Autodiff<B, C> {

@@ -4,9 +4,9 @@ use burn_cubecl::{tensor::CubeTensor, BoolElement, CubeBackend, CubeRuntime, Flo
 
 use crate::cube_util::{empty, tight_as};
 
-use super::backend::{reference_backward, reference_forward, DetectDecodeBackend};
 use super::kernels::{backward::launch_decode_backward, forward::launch_decode_forward};
 use super::BoxFormat;
+use super::{reference_backward, reference_forward, DetectDecodeBackend};
 
 impl<R, F, I, BT> DetectDecodeBackend for CubeBackend<R, F, I, BT>
 where

@@ -2,9 +2,9 @@
 //! the box format travels in the op's closure (`CustomOpIr` has no scalar slot in Burn 0.21).
 use burn_fusion::{Fusion, FusionBackend, FusionTensor};
 
-use super::backend::DetectDecodeBackend;
 use super::cube::check_shapes;
 use super::BoxFormat;
+use super::DetectDecodeBackend;
 use crate::fusion_util::{custom_op, Prim};
 
 type T<B> = FusionTensor<<B as FusionBackend>::FusionRuntime>;

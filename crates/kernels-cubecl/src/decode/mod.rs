@@ -11,17 +11,17 @@
 //!   `Fusion`, backward step on `Autodiff`, plain tensor ops elsewhere).
 
 mod autodiff;
-mod backend;
 pub(crate) mod cube;
 mod fusion;
 pub(crate) mod kernels;
+mod reference;
 
 #[cfg(test)]
 mod tests;
 
-pub use backend::{reference_backward, reference_forward, DetectDecodeBackend};
+pub use reference::{reference_backward, reference_forward};
 
-use burn::tensor::{backend::Backend, DType, Tensor, TensorData, TensorPrimitive};
+use burn::tensor::{backend::Backend, ops::FloatTensor, DType, Tensor, TensorData, TensorPrimitive};
 
 /// Output box layout of [`detect_decode`] (channel order along dim 1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -92,3 +92,26 @@ pub fn anchor_grid_data(sizes: &[(usize, usize)], strides: &[f32]) -> TensorData
 pub fn anchor_grid<B: Backend>(sizes: &[(usize, usize)], strides: &[f32], device: &B::Device) -> Tensor<B, 2> {
     Tensor::from_data(anchor_grid_data(sizes, strides), (device, DType::F32))
 }
+
+/// Backend extension: detect-head box decoding and its gradient w.r.t. the distances.
+pub trait DetectDecodeBackend: Backend {
+    /// `boxes = dist2bbox(dist, anchors[0..2], xywh, dim=1) · anchors[2]` (see [`super::BoxFormat`]).
+    fn detect_decode_forward(
+        dist: FloatTensor<Self>,
+        anchors: FloatTensor<Self>,
+        format: BoxFormat,
+    ) -> FloatTensor<Self> {
+        reference_forward::<Self>(dist, anchors, format)
+    }
+
+    /// `d dist` (`[B, 4, A]`, dtype of `d_boxes`) from the upstream gradient `d_boxes` (`[B, 4, A]`).
+    fn detect_decode_backward(
+        anchors: FloatTensor<Self>,
+        d_boxes: FloatTensor<Self>,
+        format: BoxFormat,
+    ) -> FloatTensor<Self> {
+        reference_backward::<Self>(anchors, d_boxes, format)
+    }
+}
+
+impl DetectDecodeBackend for burn::backend::Flex {}

@@ -5,7 +5,7 @@ use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::Autodiff;
 use burn::tensor::ops::FloatTensor;
 
-use super::backend::PsaBackend;
+use super::PsaBackend;
 use crate::autodiff_util::{constant, differentiable_with};
 
 impl<B: PsaBackend, C: CheckpointStrategy> PsaBackend for Autodiff<B, C> {

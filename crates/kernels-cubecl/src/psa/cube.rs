@@ -11,10 +11,10 @@ use burn_cubecl::{
     CubeRuntime, FloatElement, IntElement,
 };
 
-use super::backend::{psa_dims, reference_backward, reference_forward, PsaBackend};
 use super::kernels::{
     launch_extract_v, launch_merge_attn, launch_pack_qkv, launch_split_attn, launch_unpack_qkv, PsaDims,
 };
+use super::{psa_dims, reference_backward, reference_forward, PsaBackend};
 use crate::attention::{cube as fa, kernels::MAX_HEAD_DIM};
 
 impl<R, F, I, BT> PsaBackend for CubeBackend<R, F, I, BT>

@@ -3,7 +3,7 @@
 use burn::tensor::{DType, Shape};
 use burn_fusion::{Fusion, FusionBackend, FusionTensor};
 
-use super::backend::{psa_dims, PsaBackend};
+use super::{psa_dims, PsaBackend};
 use crate::fusion_util::{custom_op, Prim};
 
 type T<B> = FusionTensor<<B as FusionBackend>::FusionRuntime>;

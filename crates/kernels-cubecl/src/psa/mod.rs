@@ -17,17 +17,19 @@
 //! the inverses (`PsaSplitAttn`, `PsaUnpackQkv`) around the FA2 backward. No `N × N` matrix anywhere.
 
 mod autodiff;
-mod backend;
 pub(crate) mod cube;
 mod fusion;
 pub(crate) mod kernels;
+mod reference;
 
 #[cfg(test)]
 mod tests;
 
-pub use backend::{psa_dims, reference_backward, reference_forward, PsaBackend};
+pub use reference::{psa_dims, reference_backward, reference_forward};
 
-use burn::tensor::{Tensor, TensorPrimitive};
+use burn::tensor::{ops::FloatTensor, Tensor, TensorPrimitive};
+
+use crate::attention::FlashAttentionBackend;
 
 /// PSA attention: `qkv [B, nh·(2·kd + hd), H, W]` (ultralytics' channel order: per head `[q | k | v]`)
 /// → `(attn [B, nh·hd, H, W], v [B, nh·hd, H, W])`, with `attn` = ultralytics'
@@ -45,3 +47,34 @@ pub fn psa_attention<B: PsaBackend>(
     let c = d.c();
     (out.clone().narrow(1, 0, c), out.narrow(1, c, c))
 }
+
+/// Backend extension: PSA attention (`Attention.forward` of ultralytics between `qkv` and `pe`/`proj`).
+pub trait PsaBackend: FlashAttentionBackend {
+    /// `(out, lse)` from `qkv` (see the module doc for the layouts). `scale` multiplies `q·k`
+    /// (ultralytics: `key_dim^-0.5`).
+    fn psa_attention_forward(
+        qkv: FloatTensor<Self>,
+        num_heads: usize,
+        key_dim: usize,
+        scale: f32,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>) {
+        reference_forward::<Self>(qkv, num_heads, key_dim, scale)
+    }
+
+    /// `d qkv` given the forward's input `qkv`, its outputs `out` and `lse`, and the upstream gradient
+    /// `d_out` of `out` (both channel halves: attention and `v`).
+    #[allow(clippy::too_many_arguments)]
+    fn psa_attention_backward(
+        qkv: FloatTensor<Self>,
+        out: FloatTensor<Self>,
+        lse: FloatTensor<Self>,
+        d_out: FloatTensor<Self>,
+        num_heads: usize,
+        key_dim: usize,
+        scale: f32,
+    ) -> FloatTensor<Self> {
+        reference_backward::<Self>(qkv, out, lse, d_out, num_heads, key_dim, scale)
+    }
+}
+
+impl PsaBackend for burn::backend::Flex {}

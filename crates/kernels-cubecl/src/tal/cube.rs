@@ -4,13 +4,13 @@
 use burn::tensor::{DType, IntDType, Shape};
 use burn_cubecl::{tensor::CubeTensor, BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement};
 
-use super::fused::{fused_fits, launch_tal_assign_fused};
+use super::kernels::fused::{fused_fits, launch_tal_assign_fused};
 use super::kernels::{
     launch_tal_gt_stats, launch_tal_metrics, launch_tal_metrics_raw, launch_tal_resolve, launch_tal_targets,
 };
 use super::{check_shapes, reference_assign, TalBackend, TalConfig};
 use crate::cube_util::{empty, f32_rows, tight_as};
-use crate::topk::{cube::topk, kernel::chunk_for};
+use crate::topk::{cube::topk, kernels::chunk_for};
 
 impl<R, F, I, BT> TalBackend for CubeBackend<R, F, I, BT>
 where
@@ -161,6 +161,6 @@ fn assign_inner<R: CubeRuntime>(
 #[cfg(test)]
 /// Launch-level entry points with caller-provided outputs (the tests poison them).
 pub mod raw {
-    pub use super::super::fused::{fused_fits, launch_tal_assign_fused};
+    pub use super::super::kernels::fused::{fused_fits, launch_tal_assign_fused};
     pub use super::super::kernels::{launch_tal_gt_stats, launch_tal_metrics, launch_tal_resolve, launch_tal_targets};
 }

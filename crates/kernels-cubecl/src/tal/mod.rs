@@ -15,7 +15,6 @@
 
 mod autodiff;
 pub(crate) mod cube;
-pub(crate) mod fused;
 mod fusion;
 pub(crate) mod kernels;
 mod reference;
@@ -43,8 +42,11 @@ pub struct TalConfig {
     pub topk: usize,
     /// Second top-k per GT after conflict resolution; `topk2 == topk` is off (YOLO26 one2one: 1).
     pub topk2: usize,
+    /// Exponent of the classification score in the alignment metric `s^α · IoU^β` (YOLO26: 0.5).
     pub alpha: f64,
+    /// Exponent of the CIoU overlap in the alignment metric (YOLO26: 6).
     pub beta: f64,
+    /// Added to the per-GT maximum alignment before normalising (ultralytics `eps = 1e-9`).
     pub eps: f64,
     /// STAL: GT sides shorter than this (pixels) are enlarged to it for the centre-in-box test only.
     pub stride_val: f64,
@@ -83,6 +85,7 @@ pub struct TalAssignment<B: Backend> {
 /// `(gt_idx [B, A] of int_dtype, fg [B, A], norm [B, A], labels [B, A])`, floats in the dtype of `logits`,
 /// labels in the dtype of `gt_labels`.
 pub trait TalBackend: CiouLossBackend + TopKBackend {
+    /// The assignment of every anchor (see [`task_aligned_assign`] for the shapes and rules).
     #[allow(clippy::too_many_arguments)]
     fn task_aligned_assign(
         logits: FloatTensor<Self>,
@@ -165,8 +168,8 @@ pub fn task_aligned_assign<B: TalBackend>(
         let dtype = logits.dtype();
         return TalAssignment {
             gt_idx: Tensor::zeros([b, a], &device),
-            fg: Tensor::<B, 2>::zeros([b, a], &device).cast(crate::dtype::float_dtype(dtype)),
-            norm: Tensor::<B, 2>::zeros([b, a], &device).cast(crate::dtype::float_dtype(dtype)),
+            fg: Tensor::<B, 2>::zeros([b, a], &device).cast(dtype),
+            norm: Tensor::<B, 2>::zeros([b, a], &device).cast(dtype),
             labels: Tensor::<B, 2, Int>::zeros([b, a], &device).cast(gt_labels.dtype()),
         };
     }

@@ -1,18 +1,15 @@
 //! Reference implementation of [`super::TalBackend`] in plain tensor ops (any backend): every GT × anchor
 //! pair evaluated densely (`[B, G, A]`), ultralytics' `_forward` step by step.
+use crate::tensor_util::float;
 use burn::tensor::{
     backend::Backend,
     ops::{FloatTensor, IntTensor},
-    IndexingUpdateOp, Int, IntDType, Tensor, TensorPrimitive,
+    IndexingUpdateOp, Int, IntDType, Tensor,
 };
 
 use super::{TalBackend, TalConfig};
 use crate::ciou::ciou_loss;
 use crate::topk::topk_rows;
-
-fn wrap<B: Backend, const D: usize>(t: FloatTensor<B>) -> Tensor<B, D> {
-    Tensor::from_primitive(TensorPrimitive::Float(t))
-}
 
 /// The trait's default method: `(gt_idx, fg, norm, labels)` from tensor ops (top-k through [`topk_rows`]).
 #[allow(clippy::too_many_arguments)]
@@ -26,15 +23,15 @@ pub fn reference_assign<B: TalBackend>(
     cfg: TalConfig,
     _int_dtype: IntDType,
 ) -> (IntTensor<B>, FloatTensor<B>, FloatTensor<B>, IntTensor<B>) {
-    let logits: Tensor<B, 3> = wrap(logits);
-    let boxes: Tensor<B, 3> = wrap(boxes);
-    let anchors: Tensor<B, 2> = wrap(anchors);
+    let logits: Tensor<B, 3> = float(logits);
+    let boxes: Tensor<B, 3> = float(boxes);
+    let anchors: Tensor<B, 2> = float(anchors);
     // the anchor grid [3, A] (x, y, stride) → centres in pixels
     let anchors =
         if anchors.dims()[0] == 3 { anchors.clone().narrow(0, 0, 2) * anchors.narrow(0, 2, 1) } else { anchors };
-    let gt_boxes: Tensor<B, 3> = wrap(gt_boxes);
+    let gt_boxes: Tensor<B, 3> = float(gt_boxes);
     let gt_labels: Tensor<B, 2, Int> = Tensor::from_primitive(gt_labels);
-    let gt_mask: Tensor<B, 2> = wrap(gt_mask);
+    let gt_mask: Tensor<B, 2> = float(gt_mask);
     let [b, c, a] = logits.dims();
     let g = gt_boxes.dims()[1];
     let device = logits.device();

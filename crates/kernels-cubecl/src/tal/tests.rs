@@ -321,7 +321,7 @@ pub(crate) mod cube {
 
     use super::*;
     use crate::tal::cube::raw;
-    use crate::topk::{cube::topk, kernel::chunk_for};
+    use crate::topk::{cube::topk, kernels::chunk_for};
 
     /// An int-bits tensor of `dtype` (U32 or I32) filled with a poison value, 1-D then viewed as `shape`.
     fn poisoned_bits<R: CubeRuntime, BT: BoolElement, const D: usize>(

@@ -6,7 +6,7 @@ use burn_cubecl::{
     CubeRuntime, FloatElement, IntElement,
 };
 
-use super::kernel::{chunk_for, launch_pass, launch_small_pass, small_per_unit, SMALL_K, SMALL_UNITS};
+use super::kernels::{chunk_for, launch_pass, launch_small_pass, small_per_unit, SMALL_K, SMALL_UNITS};
 use super::{reference_topk, TopKBackend};
 
 impl<R, F, I, BT> TopKBackend for CubeBackend<R, F, I, BT>
@@ -25,7 +25,7 @@ where
 }
 
 /// Kernel top-k of `x: [rows, n]` with chunks of `chunk` entries (bitonic passes), or, for `k ≤ SMALL_K`,
-/// the register-list passes of [`super::kernel::topk_small_kernel`]; indices of dtype `int_dtype`.
+/// the register-list passes of [`super::kernels::topk_small_kernel`]; indices of dtype `int_dtype`.
 pub fn topk<R: CubeRuntime>(
     x: CubeTensor<R>,
     k: usize,

@@ -17,10 +17,13 @@
 mod autodiff;
 pub(crate) mod cube;
 mod fusion;
-pub(crate) mod kernel;
+pub(crate) mod kernels;
+mod reference;
 
 #[cfg(test)]
 mod tests;
+
+pub use reference::reference_topk;
 
 use burn::tensor::{
     backend::Backend,
@@ -39,13 +42,6 @@ pub trait TopKBackend: Backend {
 }
 
 impl TopKBackend for burn::backend::Flex {}
-
-/// Reference top-k from a full descending sort (any backend).
-pub fn reference_topk<B: Backend>(x: FloatTensor<B>, k: usize, _int_dtype: IntDType) -> (FloatTensor<B>, IntTensor<B>) {
-    let x = Tensor::<B, 2>::from_primitive(TensorPrimitive::Float(x));
-    let (values, indices) = x.sort_descending_with_indices(1);
-    (values.narrow(1, 0, k).into_primitive().tensor(), indices.narrow(1, 0, k).into_primitive())
-}
 
 /// The `k` largest values of each row of `x: [rows, n]` in descending order and their column indices,
 /// `([rows, k], [rows, k])`. Panics unless `1 ≤ k ≤ n`. On CubeCL backends this runs the chunked bitonic

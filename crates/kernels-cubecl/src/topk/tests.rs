@@ -114,7 +114,7 @@ fn topk_rejects_k_larger_than_row() {
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
 fn check_raw_pass<R: burn_cubecl::CubeRuntime>(dev: &R::Device, seed: u64) {
     check_raw_pass_with::<R>(dev, seed, 30, 256);
-    check_raw_pass_with::<R>(dev, seed + 1, 7, 2 * super::kernel::SMALL_UNITS);
+    check_raw_pass_with::<R>(dev, seed + 1, 7, 2 * super::kernels::SMALL_UNITS);
 }
 
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
@@ -139,10 +139,10 @@ fn check_raw_pass_with<R: burn_cubecl::CubeRuntime>(dev: &R::Device, seed: u64, 
     let (ov, oi) = (poisoned_f(rows * chunks * k), poisoned_i(rows * chunks * k));
     let dummy = poisoned_i(rows);
     assert_eq!(oi.dtype, DType::I32);
-    if k <= super::kernel::SMALL_K {
-        super::kernel::launch_small_pass(&xt, &dummy, false, &ov, &oi, k, chunk / super::kernel::SMALL_UNITS);
+    if k <= super::kernels::SMALL_K {
+        super::kernels::launch_small_pass(&xt, &dummy, false, &ov, &oi, k, chunk / super::kernels::SMALL_UNITS);
     } else {
-        super::kernel::launch_pass(&xt, &dummy, false, &ov, &oi, k, chunk);
+        super::kernels::launch_pass(&xt, &dummy, false, &ov, &oi, k, chunk);
     }
     let v = Tensor::<Cb<R>, 2>::from_primitive(TensorPrimitive::Float(ov)).into_data().into_vec::<f32>().unwrap();
     let i = Tensor::<Cb<R>, 2, Int>::from_primitive(oi).into_data().convert::<i64>().into_vec::<i64>().unwrap();

@@ -42,7 +42,7 @@ pub fn flash_bwd_delta_kernel<F: Float>(
 /// Launches [`flash_bwd_delta_kernel`]: `o`, `d_o` contiguous `[BH, Nq, Dv]`, `delta` contiguous f32
 /// `[BH, Nq]` (every element written).
 pub fn launch_delta<R: CubeRuntime>(o: &CubeTensor<R>, d_o: &CubeTensor<R>, delta: &CubeTensor<R>) {
-    super::assert_tight("launch_delta", &[o, d_o, delta]);
+    crate::cube_util::assert_tight("launch_delta", &[o, d_o, delta]);
     let [bh, nq, dv] = o.meta.shape().dims::<3>();
     let rows = bh * nq;
     let client = o.client.clone();

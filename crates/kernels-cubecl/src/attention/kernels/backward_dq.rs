@@ -156,7 +156,7 @@ pub fn launch_dq<R: CubeRuntime>(
     dq_out: &CubeTensor<R>,
     scale: f32,
 ) {
-    super::assert_tight("launch_dq", &[q, k, v, d_o, lse, delta, dq_out]);
+    crate::cube_util::assert_tight("launch_dq", &[q, k, v, d_o, lse, delta, dq_out]);
     let [bh, nq, dk] = q.meta.shape().dims::<3>();
     let [_, nk, _] = k.meta.shape().dims::<3>();
     let [_, _, dv] = v.meta.shape().dims::<3>();

@@ -355,7 +355,7 @@ pub fn launch_dkdv_mma<R: CubeRuntime>(
     dv_out: &CubeTensor<R>,
     scale: f32,
 ) {
-    super::assert_tight("launch_dkdv_mma", &[q, k, v, d_o, lse, delta, dk_out, dv_out]);
+    crate::cube_util::assert_tight("launch_dkdv_mma", &[q, k, v, d_o, lse, delta, dk_out, dv_out]);
     let [bh, nq, dk] = q.meta.shape().dims::<3>();
     let [_, nk, _] = k.meta.shape().dims::<3>();
     let [_, _, dv] = v.meta.shape().dims::<3>();
@@ -401,7 +401,7 @@ pub fn launch_dq_mma<R: CubeRuntime>(
     dq_out: &CubeTensor<R>,
     scale: f32,
 ) {
-    super::assert_tight("launch_dq_mma", &[q, k, v, d_o, lse, delta, dq_out]);
+    crate::cube_util::assert_tight("launch_dq_mma", &[q, k, v, d_o, lse, delta, dq_out]);
     let [bh, nq, dk] = q.meta.shape().dims::<3>();
     let [_, nk, _] = k.meta.shape().dims::<3>();
     let [_, _, dv] = v.meta.shape().dims::<3>();

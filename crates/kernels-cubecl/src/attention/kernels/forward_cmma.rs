@@ -336,7 +336,7 @@ pub fn launch_forward_cmma<R: CubeRuntime>(
     lse: &CubeTensor<R>,
     scale: f32,
 ) {
-    super::assert_tight("launch_forward_cmma", &[q, k, v, o, lse]);
+    crate::cube_util::assert_tight("launch_forward_cmma", &[q, k, v, o, lse]);
     let [bh, nq, dk] = q.meta.shape().dims::<3>();
     let [_, nk, _] = k.meta.shape().dims::<3>();
     let [_, _, dv] = v.meta.shape().dims::<3>();

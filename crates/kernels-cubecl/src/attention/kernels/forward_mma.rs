@@ -347,7 +347,7 @@ pub fn launch_forward_mma<R: CubeRuntime>(
     lse: &CubeTensor<R>,
     scale: f32,
 ) {
-    super::assert_tight("launch_forward_mma", &[q, k, v, o, lse]);
+    crate::cube_util::assert_tight("launch_forward_mma", &[q, k, v, o, lse]);
     assert!(scale > 0.0 && scale.is_finite(), "launch_forward_mma: the softmax scale must be positive, got {scale}");
     let [bh, nq, dk] = q.meta.shape().dims::<3>();
     let [_, nk, _] = k.meta.shape().dims::<3>();

@@ -26,7 +26,9 @@ pub mod backward_dkdv;
 pub mod backward_dq;
 pub mod backward_mma;
 pub mod forward;
+#[allow(missing_docs)] // the launcher items `#[cube]` generates (reached by the benches)
 pub mod forward_cmma;
+#[allow(missing_docs)]
 pub mod forward_mma;
 pub mod mma;
 
@@ -64,16 +66,37 @@ pub(crate) fn tile_rows(floats_per_row: usize, budget_bytes: usize) -> usize {
 /// Anything up to this bound works; 16, 32, 64 and 128 are the tested ones.
 pub const MAX_HEAD_DIM: usize = 256;
 
-/// Panics unless every tensor has tight row-major strides (the kernels index linearly). Note that on CUDA
-/// `empty_device_dtype`/`from_data` may return pitched rows: allocate outputs with
-/// `empty_device_contiguous_dtype` and pass inputs through `into_contiguous`.
-pub(crate) fn assert_tight<R: CubeRuntime>(what: &str, tensors: &[&CubeTensor<R>]) {
-    for (i, t) in tensors.iter().enumerate() {
-        assert!(
-            t.is_contiguous(),
-            "{what}: tensor #{i} (shape {:?}, strides {:?}) is not tightly contiguous",
-            t.meta.shape(),
-            t.meta.strides()
-        );
-    }
+/// One representative specialisation of each kernel (f32 storage) for the source snapshots of
+/// [`crate::snapshot`] (defined, never launched).
+#[cfg(feature = "wgpu")]
+pub(crate) fn snapshot() -> Vec<(&'static str, cubecl::prelude::KernelDefinition)> {
+    use crate::snapshot::{kernel_def, F32, R, S, T};
+    // Dk = Dv = 32 and the tiles the launchers pick for it (64 × 64 within 32 KiB).
+    let (dk, dv, bm, bn) = (32usize, 32usize, 64usize, 64usize);
+    vec![
+        kernel_def!(
+            "fa2_forward_f32_d32",
+            forward::flash_fwd_kernel::FlashFwdKernel<R>,
+            units = bm,
+            [T, T, T, T, T, S, S, S, dk, dv, bm, bn, dk.max(dv), F32]
+        ),
+        kernel_def!(
+            "fa2_backward_delta_f32_d32",
+            backward_delta::flash_bwd_delta_kernel::FlashBwdDeltaKernel<R>,
+            units = backward_delta::UNITS,
+            [T, T, T, S, dv, F32]
+        ),
+        kernel_def!(
+            "fa2_backward_dkdv_f32_d32",
+            backward_dkdv::flash_bwd_dkdv_kernel::FlashBwdDkdvKernel<R>,
+            units = bn,
+            [T, T, T, T, T, T, T, T, S, S, S, dk, dv, bm, bn, F32]
+        ),
+        kernel_def!(
+            "fa2_backward_dq_f32_d32",
+            backward_dq::flash_bwd_dq_kernel::FlashBwdDqKernel<R>,
+            units = bm,
+            [T, T, T, T, T, T, T, S, S, S, dk, dv, bm, bn, F32]
+        ),
+    ]
 }

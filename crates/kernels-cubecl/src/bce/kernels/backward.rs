@@ -54,7 +54,7 @@ pub fn launch_bce_backward<R: CubeRuntime>(
     d_loss: &CubeTensor<R>,
     d_logits: &CubeTensor<R>,
 ) {
-    crate::attention::kernels::assert_tight("launch_bce_backward", &[logits, targets, d_loss, d_logits]);
+    crate::cube_util::assert_tight("launch_bce_backward", &[logits, targets, d_loss, d_logits]);
     let n = logits.meta.num_elements();
     assert!(
         targets.meta.num_elements() == n && d_loss.meta.num_elements() == n && d_logits.meta.num_elements() == n,

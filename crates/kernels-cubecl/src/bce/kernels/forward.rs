@@ -68,7 +68,7 @@ pub fn bce_fwd_kernel<F: Float>(
 /// Launches [`bce_fwd_kernel`]: `logits`, `targets`, `loss` contiguous, same element count and dtype
 /// (every element of `loss` written). No launch when `N = 0`.
 pub fn launch_bce_forward<R: CubeRuntime>(logits: &CubeTensor<R>, targets: &CubeTensor<R>, loss: &CubeTensor<R>) {
-    crate::attention::kernels::assert_tight("launch_bce_forward", &[logits, targets, loss]);
+    crate::cube_util::assert_tight("launch_bce_forward", &[logits, targets, loss]);
     let n = logits.meta.num_elements();
     assert!(targets.meta.num_elements() == n && loss.meta.num_elements() == n, "launch_bce_forward: sizes differ");
     if n == 0 {

@@ -197,7 +197,7 @@ pub fn launch_ciou_backward<R: CubeRuntime>(
     d_pred: &CubeTensor<R>,
     d_target: &CubeTensor<R>,
 ) {
-    crate::attention::kernels::assert_tight("launch_ciou_backward", &[pred, target, alpha, d_loss, d_pred, d_target]);
+    crate::cube_util::assert_tight("launch_ciou_backward", &[pred, target, alpha, d_loss, d_pred, d_target]);
     let m = pred.meta.shape()[0];
     if m == 0 {
         return;

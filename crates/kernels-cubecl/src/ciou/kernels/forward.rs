@@ -105,7 +105,7 @@ pub fn launch_ciou_forward<R: CubeRuntime>(
     loss: &CubeTensor<R>,
     alpha: &CubeTensor<R>,
 ) {
-    crate::attention::kernels::assert_tight("launch_ciou_forward", &[pred, target, loss, alpha]);
+    crate::cube_util::assert_tight("launch_ciou_forward", &[pred, target, loss, alpha]);
     let m = pred.meta.shape()[0];
     if m == 0 {
         return;

@@ -16,3 +16,24 @@ pub(crate) const V_SCALE: f32 = 0.405_284_73;
 
 /// `2 · 4 / π²` in f32 (the derivative of `v` w.r.t. the arctangent difference, over that difference).
 pub(crate) const TWO_V_SCALE: f32 = 0.810_569_46;
+
+/// One representative specialisation of each kernel (f32 storage) for the source snapshots of
+/// [`crate::snapshot`] (defined, never launched).
+#[cfg(feature = "wgpu")]
+pub(crate) fn snapshot() -> Vec<(&'static str, cubecl::prelude::KernelDefinition)> {
+    use crate::snapshot::{kernel_def, F32, R, S, T};
+    vec![
+        kernel_def!(
+            "ciou_forward_f32",
+            forward::ciou_fwd_kernel::CiouFwdKernel<R>,
+            units = UNITS,
+            [T, T, T, T, S, F32]
+        ),
+        kernel_def!(
+            "ciou_backward_f32",
+            backward::ciou_bwd_kernel::CiouBwdKernel<R>,
+            units = UNITS,
+            [T, T, T, T, T, T, S, F32]
+        ),
+    ]
+}

@@ -65,7 +65,7 @@ pub fn launch_decode_backward<R: CubeRuntime>(
     d_dist: &CubeTensor<R>,
     xywh: bool,
 ) {
-    crate::attention::kernels::assert_tight("launch_decode_backward", &[anchors, d_boxes, d_dist]);
+    crate::cube_util::assert_tight("launch_decode_backward", &[anchors, d_boxes, d_dist]);
     let [b, _, a] = d_boxes.meta.shape().dims::<3>();
     let total = b * a;
     if total == 0 {

@@ -77,7 +77,7 @@ pub fn launch_decode_forward<R: CubeRuntime>(
     boxes: &CubeTensor<R>,
     xywh: bool,
 ) {
-    crate::attention::kernels::assert_tight("launch_decode_forward", &[anchors, boxes]);
+    crate::cube_util::assert_tight("launch_decode_forward", &[anchors, boxes]);
     let [b, _, a] = dist.meta.shape().dims::<3>();
     let total = b * a;
     if total == 0 {

@@ -126,7 +126,9 @@ pub(crate) mod cube {
     use burn_cubecl::{kernel::into_contiguous, tensor::CubeTensor, BoolElement, CubeRuntime};
 
     use super::*;
-    use crate::det_loss::kernels::{forward_split, launch_det_loss_backward, launch_det_loss_forward, AnchorPass};
+    use crate::branch_loss::kernels::det_loss::{
+        forward_split, launch_det_loss_backward, launch_det_loss_forward, AnchorPass,
+    };
 
     fn ints<R: CubeRuntime, BT: BoolElement>(data: &[i64], shape: [usize; 2], dev: &R::Device) -> CubeTensor<R> {
         into_contiguous(

@@ -1,4 +1,4 @@
-//! The backend extension trait of the PSA attention op and its reference implementation.
+//! The reference implementation of the PSA attention op in Burn tensor ops (the default bodies of the backend trait).
 //!
 //! Shapes (float tensors, any float dtype; `C3 = 2·kd + hd`, `C = nh·hd`, `N = H·W`):
 //! - `qkv: [B, nh·C3, H, W]` — the `Attention.qkv` conv output; per head the channels are
@@ -14,42 +14,12 @@
 //! backend with FA kernels but no PSA kernels still gets FA kernels); [`burn_cubecl::CubeBackend`]
 //! (`super::cube`: PSA rearrangement kernels around the FA2 kernels); [`burn_fusion::Fusion`] (custom op);
 //! [`burn::backend::Autodiff`] (backward step).
-use burn::tensor::{backend::Backend, ops::FloatTensor, Tensor, TensorPrimitive};
+use burn::tensor::{backend::Backend, ops::FloatTensor, Tensor};
 
 use crate::attention::FlashAttentionBackend;
 
 use super::kernels::PsaDims;
-
-/// Backend extension: PSA attention (`Attention.forward` of ultralytics between `qkv` and `pe`/`proj`).
-pub trait PsaBackend: FlashAttentionBackend {
-    /// `(out, lse)` from `qkv` (see the module doc for the layouts). `scale` multiplies `q·k`
-    /// (ultralytics: `key_dim^-0.5`).
-    fn psa_attention_forward(
-        qkv: FloatTensor<Self>,
-        num_heads: usize,
-        key_dim: usize,
-        scale: f32,
-    ) -> (FloatTensor<Self>, FloatTensor<Self>) {
-        reference_forward::<Self>(qkv, num_heads, key_dim, scale)
-    }
-
-    /// `d qkv` given the forward's input `qkv`, its outputs `out` and `lse`, and the upstream gradient
-    /// `d_out` of `out` (both channel halves: attention and `v`).
-    #[allow(clippy::too_many_arguments)]
-    fn psa_attention_backward(
-        qkv: FloatTensor<Self>,
-        out: FloatTensor<Self>,
-        lse: FloatTensor<Self>,
-        d_out: FloatTensor<Self>,
-        num_heads: usize,
-        key_dim: usize,
-        scale: f32,
-    ) -> FloatTensor<Self> {
-        reference_backward::<Self>(qkv, out, lse, d_out, num_heads, key_dim, scale)
-    }
-}
-
-impl PsaBackend for burn::backend::Flex {}
+use crate::tensor_util::float;
 
 /// Checks the `qkv` shape `[B, nh·(2kd + hd), H, W]` (panics on a mismatch) and returns the geometry.
 pub fn psa_dims(shape: &[usize], num_heads: usize, key_dim: usize) -> PsaDims {
@@ -64,10 +34,6 @@ pub fn psa_dims(shape: &[usize], num_heads: usize, key_dim: usize) -> PsaDims {
         2 * key_dim
     );
     PsaDims { batch: shape[0], heads: num_heads, key_dim, head_dim: c3 - 2 * key_dim, tokens: shape[2] * shape[3] }
-}
-
-fn wrap<B: Backend, const D: usize>(t: FloatTensor<B>) -> Tensor<B, D> {
-    Tensor::from_primitive(TensorPrimitive::Float(t))
 }
 
 fn unwrap<B: Backend, const D: usize>(t: Tensor<B, D>) -> FloatTensor<B> {
@@ -95,12 +61,12 @@ pub fn reference_forward<B: FlashAttentionBackend>(
     key_dim: usize,
     scale: f32,
 ) -> (FloatTensor<B>, FloatTensor<B>) {
-    let qkv = wrap::<B, 4>(qkv);
+    let qkv = float::<B, 4>(qkv);
     let [b, _, h, w] = qkv.dims();
     let d = psa_dims(&qkv.dims(), num_heads, key_dim);
     let (q, k, v) = split_qkv(qkv, d);
     let (o, lse) = B::flash_attention_forward(unwrap(q), unwrap(k), unwrap(v.clone().swap_dims(1, 2)), scale);
-    let attn = wrap::<B, 3>(o).swap_dims(1, 2).reshape([b, d.c(), h, w]);
+    let attn = float::<B, 3>(o).swap_dims(1, 2).reshape([b, d.c(), h, w]);
     let out = Tensor::cat(vec![attn, v.reshape([b, d.c(), h, w])], 1);
     (unwrap(out), lse)
 }
@@ -116,12 +82,12 @@ pub fn reference_backward<B: FlashAttentionBackend>(
     key_dim: usize,
     scale: f32,
 ) -> FloatTensor<B> {
-    let qkv = wrap::<B, 4>(qkv);
+    let qkv = float::<B, 4>(qkv);
     let shape = qkv.dims();
     let d = psa_dims(&shape, num_heads, key_dim);
     let (q, k, v) = split_qkv(qkv, d);
-    let out = wrap::<B, 4>(out);
-    let d_out = wrap::<B, 4>(d_out);
+    let out = float::<B, 4>(out);
+    let d_out = float::<B, 4>(d_out);
     let o = heads_of(out, d, 0);
     let d_o = heads_of(d_out.clone(), d, 0);
     let (dq, dk, dv) = B::flash_attention_backward(
@@ -135,7 +101,7 @@ pub fn reference_backward<B: FlashAttentionBackend>(
     );
     let bh = d.batch * d.heads;
     let d_vn = d_out.narrow(1, d.c(), d.c()).reshape([bh, d.head_dim, d.tokens]);
-    let dv = wrap::<B, 3>(dv).swap_dims(1, 2) + d_vn;
-    let dqkv = Tensor::cat(vec![wrap::<B, 3>(dq).swap_dims(1, 2), wrap::<B, 3>(dk).swap_dims(1, 2), dv], 1);
+    let dv = float::<B, 3>(dv).swap_dims(1, 2) + d_vn;
+    let dqkv = Tensor::cat(vec![float::<B, 3>(dq).swap_dims(1, 2), float::<B, 3>(dk).swap_dims(1, 2), dv], 1);
     unwrap(dqkv.reshape(shape))
 }

@@ -1,4 +1,39 @@
-//! The two anchor-pass kernels of [`crate::det_loss`] (math and layouts in the module doc).
+//! The anchor pass of a YOLO26 detection-loss branch (ultralytics `v8DetectionLoss.loss` after the
+//! assignment, `reg_max = 1`) as one kernel forward and one kernel backward: the box terms of
+//! [`crate::bbox_loss`] (CIoU and L1 on image-normalised LTRB distances, weighted by the target score) and
+//! the one-hot BCE of [`crate::bce_onehot`] read the same anchor, so one unit per anchor does both. Together
+//! with the items reduction of [`super::loss_items`] a branch's loss after the assignment is two launches
+//! forward and one backward (the separate ops take five and three).
+//!
+//! # Math
+//!
+//! Anchor `a` of image `b` with raw distances `d = (l, t, r, b)` (grid units), anchor `(ax, ay, s)`, target
+//! score `w`, assigned box `q` (pixels, divided by `s`), target class `y` and logits `x_c`:
+//!
+//! ```text
+//! forward : S_box += w·(1 − CIoU(p, q)),   S_l1 += w·mean_i |d_i·s/n_i − τ_i·s/n_i|,   W += w
+//!           S_cls += Σ_c [max(x_c, 0) + ln(1 + e^{−|x_c|})] − x_y·w            (y ∈ [0, C), else no target)
+//! backward: D = mix·d_total / max(W, 1)
+//!           d d  = ∂/∂d of g_box·D·w·(1 − CIoU) + g_l1·D·w·L1                   (0 where w = 0)
+//!           d x_c = g_cls·D·(σ(x_c) − w·[c = y])
+//! ```
+//!
+//! with `p = (ax − l, ay − t, ax + r, ay + b)`, `τ = (ax − q.x1, ay − q.y1, q.x2 − ax, q.y2 − ay)`, `n = (W_img,
+//! H_img, W_img, H_img)`, the gains `g` (batch size included) and `mix` the branch's weight in the total
+//! (`total = mix·(items₀ + items₁ + items₂)`, [`super::loss_items`]). Arithmetic in f32 with fast math
+//! (hardware `exp`/`ln`, as [`crate::bce_onehot`]).
+//!
+//! # Layouts
+//!
+//! `dist [B, 4, A]` and `logits [B, C, A]` any strides (the head's outputs are read in place), `anchors [3, A]`
+//! F32 with unit stride along `A` (pitched rows are read in place), `gt_boxes [B, G, 4]` F32, `gt_idx` and
+//! `labels [B, A]` int, `score [B, A]` in the dtype of the logits — all contiguous. Outputs: the forward's
+//! block partial sums `box_partial [B, chunks, 3]` `(S_box, S_l1, W)` and `cls_partial [B, chunks]` (f32), what
+//! [`super::loss_items::launch_loss_items_forward`] takes; the backward's `d_dist [B, 4, A]` and
+//! `d_logits [B, C, A]` (contiguous).
+//!
+//! These are raw launches for `CubeBackend` (no Burn op of their own): the YOLO26 loss branch op composes them;
+//! other backends run [`crate::bbox_loss`] and [`crate::bce_onehot`], whose sums and gradients these match.
 //!
 //! # Work split
 //!
@@ -15,9 +50,9 @@ use burn::tensor::DType;
 use burn_cubecl::{tensor::CubeTensor, CubeRuntime};
 use cubecl::ir::FastMath;
 
-use crate::bbox_loss::kernels::{anchor_inputs, l1_term};
+use crate::bbox_loss::kernels::{anchor_inputs, l1_term, write_box_grads};
 use crate::bce_onehot::kernels::{class_bce_zero_sum, write_class_grads};
-use crate::ciou::kernels::{backward::ciou_grads, forward::ciou_parts};
+use crate::ciou::kernels::forward::ciou_parts;
 
 /// Units per cube (one anchor each).
 pub const UNITS: usize = 256;
@@ -144,39 +179,28 @@ pub fn det_loss_bwd_kernel<F: Float, I: Int, L: Int>(
     let nc = num_classes as usize;
     let a = CUBE_POS_X as usize * CUBE_DIM_X as usize + UNIT_POS_X as usize;
     if a < na {
-        let zero = f32::new(0.0);
         // d items = mix·d_total (each item enters the total once); k = 1 / max(W, 1)
         let d = mix * f32::cast_from(d_total[0]) / max(f32::cast_from(w_sum[0]), f32::new(1.0));
         let w = f32::cast_from(score[b * na + a]);
 
         // box and L1 terms
-        let mut dl = zero;
-        let mut dt = zero;
-        let mut dr = zero;
-        let mut db = zero;
-        if w != zero {
-            let (l, t, r, bt, ax, ay, s, qx1, qy1, qx2, qy2) =
-                anchor_inputs::<F, I>(dist, anchors, gt_boxes, gt_idx, b, a, na, anchors.stride(0), num_gt as usize);
-            let (px1, py1, px2, py2) = (ax - l, ay - t, ax + r, ay + bt);
-            let (_ciou, alpha) = ciou_parts(px1, py1, px2, py2, qx1, qy1, qx2, qy2);
-            let g_ciou = g_box * d * w;
-            let g_abs = g_l1 * d * w / f32::new(4.0);
-            let (gx1, gy1, gx2, gy2, _t1, _t2, _t3, _t4) =
-                ciou_grads(px1, py1, px2, py2, qx1, qy1, qx2, qy2, alpha, g_ciou);
-            let (_e0, d0) = l1_term(l, ax - qx1, s, img_w);
-            let (_e1, d1) = l1_term(t, ay - qy1, s, img_h);
-            let (_e2, d2) = l1_term(r, qx2 - ax, s, img_w);
-            let (_e3, d3) = l1_term(bt, qy2 - ay, s, img_h);
-            dl = -gx1 + g_abs * d0;
-            dt = -gy1 + g_abs * d1;
-            dr = gx2 + g_abs * d2;
-            db = gy2 + g_abs * d3;
-        }
-        let o = b * 4 * na + a;
-        d_dist[o] = F::cast_from(dl);
-        d_dist[o + na] = F::cast_from(dt);
-        d_dist[o + 2 * na] = F::cast_from(dr);
-        d_dist[o + 3 * na] = F::cast_from(db);
+        write_box_grads::<F, I>(
+            dist,
+            anchors,
+            gt_boxes,
+            gt_idx,
+            d_dist,
+            b,
+            a,
+            na,
+            anchors.stride(0),
+            num_gt as usize,
+            img_w,
+            img_h,
+            w,
+            g_box * d,
+            g_l1 * d,
+        );
 
         // one-hot BCE: g·σ(x) for every class, then g·(σ(x_label) − w) at the label
         let g = g_cls * d;
@@ -238,7 +262,7 @@ impl<R: CubeRuntime> AnchorPass<'_, R> {
         for (t, name) in [(self.dist, "dist"), (self.score, "score")] {
             assert_eq!(t.dtype, self.logits.dtype, "{what}: {name} must have the dtype of logits");
         }
-        crate::attention::kernels::assert_tight(what, &[self.gt_boxes, self.gt_idx, self.labels, self.score]);
+        crate::cube_util::assert_tight(what, &[self.gt_boxes, self.gt_idx, self.labels, self.score]);
         assert!(g >= 1 && b * a > 0, "{what}: needs G ≥ 1 and B·A > 0");
         assert!(b <= 65_535, "{what}: at most 65 535 images per call (grid y), got {b}");
         [b, c, a, g]
@@ -259,7 +283,7 @@ pub fn launch_det_loss_forward<R: CubeRuntime>(
     let what = "launch_det_loss_forward";
     let [b, c, a, g] = p.check(what);
     let (_, chunks) = forward_split(b, a);
-    crate::attention::kernels::assert_tight(what, &[box_partial, cls_partial]);
+    crate::cube_util::assert_tight(what, &[box_partial, cls_partial]);
     assert_eq!(box_partial.meta.shape().dims::<3>(), [b, chunks, 3], "{what}: box_partial");
     assert_eq!(cls_partial.meta.shape().dims::<2>(), [b, chunks], "{what}: cls_partial");
     for t in [box_partial, cls_partial] {
@@ -307,7 +331,7 @@ pub fn launch_det_loss_backward<R: CubeRuntime>(
 ) {
     let what = "launch_det_loss_backward";
     let [b, c, a, g] = p.check(what);
-    crate::attention::kernels::assert_tight(what, &[w_sum, d_total, d_dist, d_logits]);
+    crate::cube_util::assert_tight(what, &[w_sum, d_total, d_dist, d_logits]);
     assert_eq!(w_sum.meta.shape().num_elements(), 1, "{what}: w_sum must hold one value");
     assert_eq!(d_total.meta.shape().num_elements(), 1, "{what}: d_total must hold one value");
     assert_eq!(d_dist.meta.shape().dims::<3>(), [b, 4, a], "{what}: d_dist");

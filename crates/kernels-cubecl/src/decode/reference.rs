@@ -1,43 +1,16 @@
-//! The backend extension trait of the detect-decode op and its reference implementation.
+//! The reference implementation of the detect-decode op in Burn tensor ops (the default bodies of the backend trait).
 //!
 //! Shapes: `dist: [B, 4, A]` (any float dtype), `anchors: [3, A]` (rows ax, ay, stride), `boxes: [B, 4, A]`
 //! (dtype of `dist`). The op is linear in `dist`, so the backward needs only the anchors' strides.
-use burn::tensor::{backend::Backend, ops::FloatTensor, DType, Tensor, TensorPrimitive};
+use burn::tensor::{backend::Backend, ops::FloatTensor, DType, Tensor};
 
-use crate::dtype::{cast_to, compute_dtype};
+use crate::tensor_util::{compute_dtype, float};
 
 use super::BoxFormat;
 
-/// Backend extension: detect-head box decoding and its gradient w.r.t. the distances.
-pub trait DetectDecodeBackend: Backend {
-    /// `boxes = dist2bbox(dist, anchors[0..2], xywh, dim=1) · anchors[2]` (see [`super::BoxFormat`]).
-    fn detect_decode_forward(
-        dist: FloatTensor<Self>,
-        anchors: FloatTensor<Self>,
-        format: BoxFormat,
-    ) -> FloatTensor<Self> {
-        reference_forward::<Self>(dist, anchors, format)
-    }
-
-    /// `d dist` (`[B, 4, A]`, dtype of `d_boxes`) from the upstream gradient `d_boxes` (`[B, 4, A]`).
-    fn detect_decode_backward(
-        anchors: FloatTensor<Self>,
-        d_boxes: FloatTensor<Self>,
-        format: BoxFormat,
-    ) -> FloatTensor<Self> {
-        reference_backward::<Self>(anchors, d_boxes, format)
-    }
-}
-
-impl DetectDecodeBackend for burn::backend::Flex {}
-
-fn wrap<B: Backend, const D: usize>(t: FloatTensor<B>) -> Tensor<B, D> {
-    Tensor::from_primitive(TensorPrimitive::Float(t))
-}
-
 /// `(anchor points [1, 2, A], strides [1, 1, A])` in dtype `dtype`.
 fn split_anchors<B: Backend>(anchors: FloatTensor<B>, dtype: DType) -> (Tensor<B, 3>, Tensor<B, 3>) {
-    let anchors = cast_to(wrap::<B, 2>(anchors), dtype);
+    let anchors = float::<B, 2>(anchors).cast(dtype);
     let points = anchors.clone().narrow(0, 0, 2).unsqueeze_dim::<3>(0);
     let strides = anchors.narrow(0, 2, 1).unsqueeze_dim::<3>(0);
     (points, strides)
@@ -50,10 +23,10 @@ pub fn reference_forward<B: Backend>(
     anchors: FloatTensor<B>,
     format: BoxFormat,
 ) -> FloatTensor<B> {
-    let dist = wrap::<B, 3>(dist);
+    let dist = float::<B, 3>(dist);
     let dtype = dist.dtype();
     let cd = compute_dtype(dtype);
-    let dist = cast_to(dist, cd);
+    let dist = dist.cast(cd);
     let (points, strides) = split_anchors::<B>(anchors, cd);
     let lt = dist.clone().narrow(1, 0, 2);
     let rb = dist.narrow(1, 2, 2);
@@ -67,7 +40,7 @@ pub fn reference_forward<B: Backend>(
             Tensor::cat(vec![c, wh], 1)
         }
     };
-    cast_to(boxes * strides, dtype).into_primitive().tensor()
+    (boxes * strides).cast(dtype).into_primitive().tensor()
 }
 
 /// Reference backward: xyxy `d(l, t) = −s·g(x1, y1)`, `d(r, b) = s·g(x2, y2)`; xywh
@@ -77,11 +50,11 @@ pub fn reference_backward<B: Backend>(
     d_boxes: FloatTensor<B>,
     format: BoxFormat,
 ) -> FloatTensor<B> {
-    let g = wrap::<B, 3>(d_boxes);
+    let g = float::<B, 3>(d_boxes);
     let dtype = g.dtype();
     let cd = compute_dtype(dtype);
     let (_, strides) = split_anchors::<B>(anchors, cd);
-    let g = cast_to(g, cd) * strides;
+    let g = g.cast(cd) * strides;
     let g01 = g.clone().narrow(1, 0, 2);
     let g23 = g.narrow(1, 2, 2);
     let d = match format {
@@ -91,5 +64,5 @@ pub fn reference_backward<B: Backend>(
             Tensor::cat(vec![g23.clone() - half.clone(), g23 + half], 1)
         }
     };
-    cast_to(d, dtype).into_primitive().tensor()
+    d.cast(dtype).into_primitive().tensor()
 }

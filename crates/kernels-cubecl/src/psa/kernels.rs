@@ -20,7 +20,7 @@ use cubecl::prelude::*;
 
 use burn_cubecl::{tensor::CubeTensor, CubeRuntime};
 
-use crate::attention::kernels::assert_tight;
+use crate::cube_util::assert_tight;
 
 /// Units per cube.
 pub(crate) const UNITS: usize = 256;
@@ -396,4 +396,43 @@ pub fn launch_unpack_qkv<R: CubeRuntime>(
             dqkv.dtype.into(),
         )
     }
+}
+
+/// One representative specialisation of each kernel (f32 storage) for the source snapshots of
+/// [`crate::snapshot`] (defined, never launched).
+#[cfg(feature = "wgpu")]
+pub(crate) fn snapshot() -> Vec<(&'static str, cubecl::prelude::KernelDefinition)> {
+    use crate::snapshot::{kernel_def, F32, R, S, T};
+    vec![
+        kernel_def!(
+            "psa_pack_qkv_f32",
+            psa_pack_qkv_kernel::PsaPackQkvKernel<R>,
+            units = UNITS,
+            [T, T, T, T, S, S, S, S, F32]
+        ),
+        kernel_def!(
+            "psa_extract_v_f32",
+            psa_extract_v_kernel::PsaExtractVKernel<R>,
+            units = UNITS,
+            [T, T, S, S, S, S, S, S, S, F32]
+        ),
+        kernel_def!(
+            "psa_merge_attn_f32",
+            psa_merge_attn_kernel::PsaMergeAttnKernel<R>,
+            units = UNITS,
+            [T, T, S, S, S, S, S, S, F32]
+        ),
+        kernel_def!(
+            "psa_split_attn_f32",
+            psa_split_attn_kernel::PsaSplitAttnKernel<R>,
+            units = UNITS,
+            [T, T, S, S, S, S, S, S, F32]
+        ),
+        kernel_def!(
+            "psa_unpack_qkv_f32",
+            psa_unpack_qkv_kernel::PsaUnpackQkvKernel<R>,
+            units = UNITS,
+            [T, T, T, T, T, S, S, S, S, S, S, S, F32]
+        ),
+    ]
 }

@@ -34,12 +34,14 @@
 //!   `max t`, `max ov` and (one2one) kept anchor.
 //! - [`tal_targets_kernel`]: one unit per `(b, a)` → `gt_idx`, `fg`, `norm`, `labels` (the assigned GT's
 //!   class, ultralytics `target_labels`; `norm` is 0 where that class is outside `[0, C)`).
-//! - [`super::fused::tal_assign_fused_kernel`]: the last three in one launch, grid `(⌈A / 256⌉, B)`: a GT's positives are
+//! - [`fused::tal_assign_fused_kernel`]: the last three in one launch, grid `(⌈A / 256⌉, B)`: a GT's positives are
 //!   among its `k` top-k anchors, so each cube rebuilds its image's `G·k` top-k entries in shared memory,
 //!   resolves their owners, reduces the per-GT statistics over them (not over all `A` anchors) and writes the
-//!   targets of its anchors ([`super::fused::fused_fits`]: `G ≤ 128`, `G·k ≤ 1280`; else the three kernels).
+//!   targets of its anchors ([`fused::fused_fits`]: `G ≤ 128`, `G·k ≤ 1280`; else the three kernels).
 //!
 //! Arithmetic in f32; all tensors contiguous except the logits (read in place through their strides).
+pub mod fused;
+
 use cubecl::prelude::*;
 
 use burn::tensor::DType;
@@ -386,7 +388,7 @@ pub fn launch_tal_metrics<R: CubeRuntime>(
     align: &CubeTensor<R>,
     overlaps: &CubeTensor<R>,
     cand: &CubeTensor<R>,
-    cfg: &super::TalConfig,
+    cfg: &crate::tal::TalConfig,
 ) {
     launch_tal_metrics_inner(logits, boxes, anchors, gt_boxes, gt_labels, gt_mask, align, overlaps, cand, cfg, false)
 }
@@ -406,7 +408,7 @@ pub fn launch_tal_metrics_raw<R: CubeRuntime>(
     align: &CubeTensor<R>,
     overlaps: &CubeTensor<R>,
     cand: &CubeTensor<R>,
-    cfg: &super::TalConfig,
+    cfg: &crate::tal::TalConfig,
 ) {
     launch_tal_metrics_inner(logits, dist, anchors, gt_boxes, gt_labels, gt_mask, align, overlaps, cand, cfg, true)
 }
@@ -422,11 +424,11 @@ fn launch_tal_metrics_inner<R: CubeRuntime>(
     align: &CubeTensor<R>,
     overlaps: &CubeTensor<R>,
     cand: &CubeTensor<R>,
-    cfg: &super::TalConfig,
+    cfg: &crate::tal::TalConfig,
     raw: bool,
 ) {
     let what = if raw { "launch_tal_metrics_raw" } else { "launch_tal_metrics" };
-    crate::attention::kernels::assert_tight(what, &[gt_boxes, gt_labels, gt_mask, align, overlaps, cand]);
+    crate::cube_util::assert_tight(what, &[gt_boxes, gt_labels, gt_mask, align, overlaps, cand]);
     assert_eq!(anchors.meta.strides()[1], 1, "{what}: anchors need unit stride along A");
     let [b, c, a] = logits.meta.shape().dims::<3>();
     let g = gt_boxes.meta.shape()[1];
@@ -435,7 +437,7 @@ fn launch_tal_metrics_inner<R: CubeRuntime>(
         assert_eq!(boxes.dtype, logits.dtype, "{what}: dist must have the dtype of logits");
         assert_eq!(anchors.meta.shape().dims::<2>(), [3, a], "{what}: anchors must be the [3, A] grid");
     } else {
-        crate::attention::kernels::assert_tight(what, &[boxes]);
+        crate::cube_util::assert_tight(what, &[boxes]);
         assert_eq!(boxes.dtype, DType::F32, "{what}: boxes must be F32");
     }
     assert_eq!(anchors.dtype, DType::F32, "{what}: anchors must be F32");
@@ -494,7 +496,7 @@ pub fn launch_tal_resolve<R: CubeRuntime>(
     top: &CubeTensor<R>,
     owner: &CubeTensor<R>,
 ) {
-    crate::attention::kernels::assert_tight("launch_tal_resolve", &[cand, overlaps, top, owner]);
+    crate::cube_util::assert_tight("launch_tal_resolve", &[cand, overlaps, top, owner]);
     let [b, g, a] = cand.meta.shape().dims::<3>();
     let [rows, k] = top.meta.shape().dims::<2>();
     assert!(rows == b * g && overlaps.meta.shape().dims::<3>() == [b, g, a], "launch_tal_resolve: shapes");
@@ -533,10 +535,7 @@ pub fn launch_tal_gt_stats<R: CubeRuntime>(
     keep: &CubeTensor<R>,
     one2one: bool,
 ) {
-    crate::attention::kernels::assert_tight(
-        "launch_tal_gt_stats",
-        &[owner, align, overlaps, pos_align, pos_overlap, keep],
-    );
+    crate::cube_util::assert_tight("launch_tal_gt_stats", &[owner, align, overlaps, pos_align, pos_overlap, keep]);
     let [b, g, a] = align.meta.shape().dims::<3>();
     assert_eq!(owner.meta.shape().dims::<2>(), [b, a], "launch_tal_gt_stats: owner");
     for t in [pos_align, pos_overlap, keep] {
@@ -584,7 +583,7 @@ pub fn launch_tal_targets<R: CubeRuntime>(
     eps: f64,
     one2one: bool,
 ) {
-    crate::attention::kernels::assert_tight(
+    crate::cube_util::assert_tight(
         "launch_tal_targets",
         &[owner, align, pos_align, pos_overlap, keep, gt_labels, gt_idx, fg, norm, labels],
     );
@@ -628,4 +627,49 @@ pub fn launch_tal_targets<R: CubeRuntime>(
             [fg.dtype.into(), gt_idx.dtype.into(), gt_labels.dtype.into()],
         )
     }
+}
+
+/// One representative specialisation of each kernel (f32 storage) for the source snapshots of
+/// [`crate::snapshot`] (defined, never launched).
+#[cfg(feature = "wgpu")]
+pub(crate) fn snapshot() -> Vec<(&'static str, cubecl::prelude::KernelDefinition)> {
+    use crate::snapshot::{kernel_def, F32, I32, R, S, T};
+    vec![
+        kernel_def!(
+            "tal_metrics_f32_grid",
+            tal_metrics_kernel::TalMetricsKernel<R>,
+            units = UNITS,
+            [T, T, T, T, T, T, T, T, T, S, S, S, S, S, S, S, S, true, false, [F32, I32, F32]]
+        ),
+        kernel_def!(
+            "tal_metrics_f32_raw",
+            tal_metrics_kernel::TalMetricsKernel<R>,
+            units = UNITS,
+            [T, T, T, T, T, T, T, T, T, S, S, S, S, S, S, S, S, true, true, [F32, I32, F32]]
+        ),
+        kernel_def!(
+            "tal_assign_fused_o2m",
+            fused::tal_assign_fused_kernel::TalAssignFusedKernel<R>,
+            units = UNITS,
+            [T, T, T, T, T, T, T, T, T, S, S, S, S, S, UNITS as usize, false, [F32, I32, I32, I32]]
+        ),
+        kernel_def!(
+            "tal_resolve",
+            tal_resolve_kernel::TalResolveKernel<R>,
+            units = UNITS,
+            [T, T, T, T, S, S, S, S, I32]
+        ),
+        kernel_def!(
+            "tal_gt_stats_one2one",
+            tal_gt_stats_kernel::TalGtStatsKernel<R>,
+            units = UNITS,
+            [T, T, T, T, T, T, S, S, UNITS as usize, true]
+        ),
+        kernel_def!(
+            "tal_targets_f32_one2one",
+            tal_targets_kernel::TalTargetsKernel<R>,
+            units = UNITS,
+            [T, T, T, T, T, T, T, T, T, T, S, S, S, S, S, true, [F32, I32, I32]]
+        ),
+    ]
 }

@@ -1,14 +1,45 @@
-//! The two kernels of [`crate::loss_items`] (math and layouts in the module doc).
+//! Loss items of one detection-loss branch from the block partial sums of the box loss
+//! ([`crate::bbox_loss`]) and the one-hot BCE ([`crate::bce_onehot`]), or of the fused anchor pass
+//! ([`super::det_loss`]): the final reduction, ultralytics' normalisation, the gains and the branch's share of
+//! the total loss in one launch.
+//!
+//! # Math (ultralytics `v8DetectionLoss.loss`, after the three sums)
+//!
+//! ```text
+//! (S_box, S_l1, W) = Σ box partials            (Σ w·(1 − CIoU), Σ w·L1, Σ w)
+//! S_cls            = Σ BCE partials
+//! k                = 1 / max(W, 1)             (target_scores_sum.clamp(min=1))
+//! items            = (g_box·S_box·k, g_cls·S_cls·k, g_l1·S_l1·k),   w_sum = W
+//! terms            = mix·items,   total = mix·(items[0] + items[1] + items[2])
+//! ```
+//!
+//! `g_*` are the loss gains times the batch size (ultralytics returns `loss * batch_size`). `W` depends only
+//! on the assignment (no gradient), so the backward is a scaling: `d S_box = g_box·k·d items[0]`,
+//! `d S_l1 = g_l1·k·d items[2]`, `d S_cls = g_cls·k·d items[1]`, `d W = 0` ([`crate::branch_loss::items_backward`]; on the
+//! kernel path it is computed inside the anchor-pass backward of [`super::det_loss`], with
+//! `d items[i] = mix·d total`). `mix` is the branch weight of YOLO26's `E2ELoss` (1 for a lone branch).
+//!
+//! # Layouts
+//!
+//! `box_partial`: f32, contiguous, `n` triplets `(box, l1, w)` (the `[B, chunks, 3]` of
+//! [`crate::bbox_loss::cube::raw::forward_split`]); `cls_partial`: f32, contiguous, any length (the
+//! `[rows, chunks]` of [`crate::bce_onehot::cube::raw::forward_split`]); `items [3]`, `w_sum [1]`, `total [1]`
+//! and `terms [3]` in the loss dtype.
+//!
+//! This is a raw launch (no Burn op of its own): the YOLO26 loss branch op composes it with the anchor-pass
+//! kernels on `CubeBackend`; other backends compute the same from the sums with tensor ops
+//! ([`crate::branch_loss::items_from_sums`]).
 //!
 //! One cube of [`UNITS`] units; unit `u` sums the partials `u, u + UNITS, …` of both inputs, a
 //! shared-memory tree reduces the four sums, unit 0 writes `items`, `w_sum`, `total` and `terms`. The backward
-//! (a scaling) is folded into the anchor-pass backward of [`crate::det_loss`].
+//! (a scaling) is folded into the anchor-pass backward of [`super::det_loss`].
 use cubecl::prelude::*;
 
 use burn::tensor::DType;
 use burn_cubecl::{tensor::CubeTensor, CubeRuntime};
 
-use super::UNITS;
+/// Units of the single cube of the forward.
+pub const UNITS: usize = 256;
 
 /// `box_partial [3n]`, `cls_partial [m]` (f32) → `items [3]`, `w_sum [1]`, `total [1]` (`mix·Σ items`) and
 /// `terms [3]` (`mix·items`), float `F`.
@@ -104,7 +135,7 @@ pub fn launch_loss_items_forward<R: CubeRuntime>(
     mix: f32,
 ) {
     let ItemsOut { items, w_sum, total, terms } = out;
-    crate::attention::kernels::assert_tight(
+    crate::cube_util::assert_tight(
         "launch_loss_items_forward",
         &[box_partial, cls_partial, items, w_sum, total, terms],
     );

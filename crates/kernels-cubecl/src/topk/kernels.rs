@@ -275,7 +275,7 @@ pub fn launch_small_pass<R: CubeRuntime>(
         "topk small pass: output [{rows_o}, {n_out}] for input [{rows}, {n}]"
     );
     assert!((1..=SMALL_K).contains(&k) && per_unit >= 1, "topk small pass: k {k}, per_unit {per_unit}");
-    crate::attention::kernels::assert_tight("topk small pass", &[values, indices, out_values, out_indices]);
+    crate::cube_util::assert_tight("topk small pass", &[values, indices, out_values, out_indices]);
     let client = values.client.clone();
     // SAFETY: entries are read at `row·n + col` with `col < n`; each cube writes its `k` outputs at
     // `row·chunks·k + chunk·k + r`, inside the asserted output shape.
@@ -328,7 +328,7 @@ pub fn launch_pass<R: CubeRuntime>(
     let chunks = n.div_ceil(chunk);
     assert!(rows == rows_o && n_out == chunks * k, "topk pass: output [{rows_o}, {n_out}] for input [{rows}, {n}]");
     assert!(chunk.is_power_of_two() && 2 * k <= chunk && chunk <= MAX_CHUNK, "topk pass: chunk {chunk} for k {k}");
-    crate::attention::kernels::assert_tight("topk pass", &[values, indices, out_values, out_indices]);
+    crate::cube_util::assert_tight("topk pass", &[values, indices, out_values, out_indices]);
     let units = (chunk / 2).min(256);
     let client = values.client.clone();
     // SAFETY: every index is bounded by `n`, `chunk` and `k`, which are the real extents of the
@@ -350,4 +350,17 @@ pub fn launch_pass<R: CubeRuntime>(
             [values.dtype.into(), out_indices.dtype.into()],
         )
     }
+}
+
+/// One representative specialisation of each kernel (f32 storage) for the source snapshots of
+/// [`crate::snapshot`] (defined, never launched).
+#[cfg(feature = "wgpu")]
+pub(crate) fn snapshot() -> Vec<(&'static str, cubecl::prelude::KernelDefinition)> {
+    use crate::snapshot::{kernel_def, F32, I32, R, S, T};
+    vec![kernel_def!(
+        "topk_small_k10_f32",
+        topk_small_kernel::TopkSmallKernel<R>,
+        units = SMALL_UNITS,
+        [T, T, T, T, S, S, 10, SMALL_UNITS, true, [F32, I32]]
+    )]
 }

@@ -1,40 +1,15 @@
-//! The backend extension trait of the CIoU loss and its reference implementation (tensor ops).
+//! The reference implementation of the CIoU loss in Burn tensor ops (the default bodies of the backend trait).
 //!
 //! Shapes: `pred`, `target`: `[M, 4]` xyxy (one dtype), `loss`: `[M]` (dtype of `pred`), `alpha`: `[M]`
 //! (F32 from the kernels; the reference keeps F64 for F64 inputs), the CIoU trade-off parameter saved by
 //! the forward for the backward.
-use burn::tensor::{backend::Backend, ops::FloatTensor, Tensor, TensorPrimitive};
+use burn::tensor::{backend::Backend, ops::FloatTensor, Tensor};
 
 use super::CIOU_EPS;
-use crate::dtype::{cast_to, compute_dtype};
+use crate::tensor_util::{compute_dtype, float};
 
 /// `4 / π²`.
 pub(crate) const V_SCALE: f64 = 4.0 / (std::f64::consts::PI * std::f64::consts::PI);
-
-/// Backend extension: per-box `1 − CIoU` and its gradients.
-pub trait CiouLossBackend: Backend {
-    /// `(loss, alpha)`, `loss_i = 1 − CIoU(pred_i, target_i)`, `alpha_i = v / (1 − iou + v + eps)`.
-    fn ciou_loss_forward(pred: FloatTensor<Self>, target: FloatTensor<Self>) -> (FloatTensor<Self>, FloatTensor<Self>) {
-        reference_forward::<Self>(pred, target)
-    }
-
-    /// `(d pred, d target)` (`[M, 4]`, dtype of `pred`) from the upstream gradient `d_loss` (`[M]`) and the
-    /// forward's `alpha` (treated as a constant).
-    fn ciou_loss_backward(
-        pred: FloatTensor<Self>,
-        target: FloatTensor<Self>,
-        alpha: FloatTensor<Self>,
-        d_loss: FloatTensor<Self>,
-    ) -> (FloatTensor<Self>, FloatTensor<Self>) {
-        reference_backward::<Self>(pred, target, alpha, d_loss)
-    }
-}
-
-impl CiouLossBackend for burn::backend::Flex {}
-
-fn wrap<B: Backend, const D: usize>(t: FloatTensor<B>) -> Tensor<B, D> {
-    Tensor::from_primitive(TensorPrimitive::Float(t))
-}
 
 fn cols<B: Backend>(t: Tensor<B, 2>) -> [Tensor<B, 2>; 4] {
     [0, 1, 2, 3].map(|i| t.clone().narrow(1, i, 1))
@@ -102,11 +77,11 @@ pub fn ciou_formula<B: Backend>(pred: Tensor<B, 2>, target: Tensor<B, 2>) -> (Te
 
 /// Reference forward: [`ciou_formula`] computed in F32 (F64 stays F64), `loss` cast back to `pred`'s dtype.
 pub fn reference_forward<B: Backend>(pred: FloatTensor<B>, target: FloatTensor<B>) -> (FloatTensor<B>, FloatTensor<B>) {
-    let pred = wrap::<B, 2>(pred);
+    let pred = float::<B, 2>(pred);
     let dtype = pred.dtype();
     let cd = compute_dtype(dtype);
-    let (loss, alpha) = ciou_formula(cast_to(pred, cd), cast_to(wrap::<B, 2>(target), cd));
-    (cast_to(loss, dtype).into_primitive().tensor(), alpha.into_primitive().tensor())
+    let (loss, alpha) = ciou_formula(pred.cast(cd), float::<B, 2>(target).cast(cd));
+    (loss.cast(dtype).into_primitive().tensor(), alpha.into_primitive().tensor())
 }
 
 /// Reference backward: the hand-derived gradient (the same math as the backward kernel, see
@@ -118,13 +93,13 @@ pub fn reference_backward<B: Backend>(
     d_loss: FloatTensor<B>,
 ) -> (FloatTensor<B>, FloatTensor<B>) {
     let eps = CIOU_EPS as f64;
-    let pred = wrap::<B, 2>(pred);
+    let pred = float::<B, 2>(pred);
     let dtype = pred.dtype();
     let cd = compute_dtype(dtype);
-    let [px1, py1, px2, py2] = cols(cast_to(pred, cd));
-    let [tx1, ty1, tx2, ty2] = cols(cast_to(wrap::<B, 2>(target), cd));
-    let alpha = cast_to(wrap::<B, 1>(alpha), cd).unsqueeze_dim::<2>(1);
-    let g = cast_to(wrap::<B, 1>(d_loss), cd).unsqueeze_dim::<2>(1);
+    let [px1, py1, px2, py2] = cols(pred.cast(cd));
+    let [tx1, ty1, tx2, ty2] = cols(float::<B, 2>(target).cast(cd));
+    let alpha = float::<B, 1>(alpha).cast(cd).unsqueeze_dim::<2>(1);
+    let g = float::<B, 1>(d_loss).cast(cd).unsqueeze_dim::<2>(1);
 
     let w1 = px2.clone() - px1.clone();
     let h1 = py2.clone() - py1.clone() + eps;
@@ -189,5 +164,5 @@ pub fn reference_backward<B: Backend>(
 
     let d_pred = Tensor::cat(vec![d_px1, d_py1, d_px2, d_py2], 1);
     let d_target = Tensor::cat(vec![d_tx1, d_ty1, d_tx2, d_ty2], 1);
-    (cast_to(d_pred, dtype).into_primitive().tensor(), cast_to(d_target, dtype).into_primitive().tensor())
+    (d_pred.cast(dtype).into_primitive().tensor(), d_target.cast(dtype).into_primitive().tensor())
 }

@@ -3,7 +3,7 @@
 use burn::backend::Flex;
 use burn::tensor::{Tensor, TensorData};
 
-use super::{items_backward, items_from_sums};
+use crate::branch_loss::{items_backward, items_from_sums};
 use crate::test_util::{assert_close, to_vec, Rng};
 
 const GAINS: [f32; 3] = [7.5 * 3.0, 0.5 * 3.0, 1.5 * 3.0];
@@ -55,7 +55,7 @@ pub(crate) mod cube {
     use burn_cubecl::{BoolElement, CubeRuntime};
 
     use super::*;
-    use crate::loss_items::kernels::{launch_loss_items_forward, ItemsOut};
+    use crate::branch_loss::kernels::loss_items::{launch_loss_items_forward, ItemsOut};
     use crate::test_util::{download, poisoned, upload};
 
     /// Over more partials than units (strided unit loop) and fewer (idle units), with a branch weight.

@@ -1,10 +1,10 @@
-//! The fused assigner kernel: resolve, per-GT statistics and targets of [`super::kernels`] in one launch
+//! The fused assigner kernel: resolve, per-GT statistics and targets of [`super`] in one launch
 //! (math in that module's doc; the three separate kernels remain for problems past the shared-memory tables).
 use cubecl::prelude::*;
 
 use burn_cubecl::{tensor::CubeTensor, CubeRuntime};
 
-use super::kernels::{NO_OWNER, UNITS};
+use super::{NO_OWNER, UNITS};
 
 /// Slots and top-k entries per image the fused kernel holds in shared memory; larger problems take the
 /// three-kernel path.
@@ -14,9 +14,9 @@ pub const FUSED_MAX_ENTRIES: usize = 1280;
 
 /// Resolve, per-GT statistics and targets in one launch. Grid `(⌈A / units⌉, B)`. The positives of GT `g`
 /// are among its `k` top-k anchors, so each cube first rebuilds its image's `G·k` top-k entries in shared
-/// memory (anchor, claim = `cand`, owner by the rule of [`super::kernels::tal_resolve_kernel`]), then the per-GT maxima and
-/// kept anchor of [`super::kernels::tal_gt_stats_kernel`] over those entries (not over all `A` anchors), then writes the
-/// outputs of [`super::kernels::tal_targets_kernel`] for its `units` anchors. Same results as the three kernels.
+/// memory (anchor, claim = `cand`, owner by the rule of [`super::tal_resolve_kernel`]), then the per-GT maxima and
+/// kept anchor of [`super::tal_gt_stats_kernel`] over those entries (not over all `A` anchors), then writes the
+/// outputs of [`super::tal_targets_kernel`] for its `units` anchors. Same results as the three kernels.
 #[cube(launch_unchecked)]
 #[allow(clippy::too_many_arguments)]
 pub fn tal_assign_fused_kernel<F: Float, I: Int, T: Int, L: Int>(
@@ -217,7 +217,7 @@ pub fn launch_tal_assign_fused<R: CubeRuntime>(
     one2one: bool,
 ) {
     let what = "launch_tal_assign_fused";
-    crate::attention::kernels::assert_tight(what, &[cand, align, overlaps, top, gt_labels, gt_idx, fg, norm, labels]);
+    crate::cube_util::assert_tight(what, &[cand, align, overlaps, top, gt_labels, gt_idx, fg, norm, labels]);
     let [b, g, a] = align.meta.shape().dims::<3>();
     let [rows, k] = top.meta.shape().dims::<2>();
     assert!(rows == b * g && k <= a, "{what}: top must be [B·G, k] with k ≤ A");
