@@ -1,19 +1,21 @@
 //! `--device cpu | wgpu[:N] | cuda[:N]`: picks one of the compiled-in Burn backends at run time and runs a
 //! backend-generic job on it.
 
+use anyhow::{anyhow, bail, Context};
+
 /// A job that runs on any backend.
 pub trait Job {
-    type Output;
-    fn run<B: yolo26_model::YoloBackend>(self, device: B::Device) -> Self::Output;
+    /// Runs the job on backend `B`.
+    fn run<B: yolo26_model::YoloBackend>(self, device: B::Device) -> anyhow::Result<()>;
 }
 
 /// Runs `job` on the backend named by `device`.
-pub fn dispatch<J: Job<Output = Result<(), String>>>(device: &str, job: J) -> Result<(), String> {
+pub fn dispatch<J: Job>(device: &str, job: J) -> anyhow::Result<()> {
     let (kind, index) = parse_device(device)?;
     match kind {
         "cpu" => {
             if index.is_some() {
-                return Err("--device cpu takes no index".into());
+                bail!("--device cpu takes no index");
             }
             job.run::<burn::backend::Flex>(burn::backend::flex::FlexDevice)
         }
@@ -31,29 +33,28 @@ pub fn dispatch<J: Job<Output = Result<(), String>>>(device: &str, job: J) -> Re
             job.run::<burn::backend::Cuda>(burn::backend::cuda::CudaDevice::new(index.unwrap_or(0)))
         }
         #[allow(unreachable_patterns)]
-        "wgpu" | "cuda" => Err(format!(
-            "--device {kind}: this yolo26 was built without the '{kind}' feature (rebuild with --features {kind})"
-        )),
-        other => Err(format!("--device {other}: expected cpu, wgpu[:N] or cuda[:N]")),
+        "wgpu" | "cuda" => Err(not_built(kind)),
+        other => Err(unknown(other)),
     }
 }
 
 /// A training job: runs on the autodiff version of a backend (validation on the backend itself).
 pub trait TrainJob {
-    fn run<AB>(self, device: AB::Device) -> Result<(), String>
+    /// Runs the job on `AB`.
+    fn run<AB>(self, device: AB::Device) -> anyhow::Result<()>
     where
         AB: burn::tensor::backend::AutodiffBackend + yolo26_train::TrainBackend,
         AB::InnerBackend: yolo26_model::YoloBackend;
 }
 
 /// Runs a training `job` on `Autodiff<backend named by device>`.
-pub fn dispatch_train<J: TrainJob>(device: &str, job: J) -> Result<(), String> {
+pub fn dispatch_train<J: TrainJob>(device: &str, job: J) -> anyhow::Result<()> {
     use burn::backend::Autodiff;
     let (kind, index) = parse_device(device)?;
     match kind {
         "cpu" => {
             if index.is_some() {
-                return Err("--device cpu takes no index".into());
+                bail!("--device cpu takes no index");
             }
             job.run::<Autodiff<burn::backend::Flex>>(burn::backend::flex::FlexDevice)
         }
@@ -71,17 +72,23 @@ pub fn dispatch_train<J: TrainJob>(device: &str, job: J) -> Result<(), String> {
             job.run::<Autodiff<burn::backend::Cuda>>(burn::backend::cuda::CudaDevice::new(index.unwrap_or(0)))
         }
         #[allow(unreachable_patterns)]
-        "wgpu" | "cuda" => Err(format!(
-            "--device {kind}: this yolo26 was built without the '{kind}' feature (rebuild with --features {kind})"
-        )),
-        other => Err(format!("--device {other}: expected cpu, wgpu[:N] or cuda[:N]")),
+        "wgpu" | "cuda" => Err(not_built(kind)),
+        other => Err(unknown(other)),
     }
 }
 
-fn parse_device(device: &str) -> Result<(&str, Option<usize>), String> {
+fn not_built(kind: &str) -> anyhow::Error {
+    anyhow!("--device {kind}: this yolo26 was built without the '{kind}' feature (rebuild with --features {kind})")
+}
+
+fn unknown(kind: &str) -> anyhow::Error {
+    anyhow!("--device {kind}: expected cpu, wgpu[:N] or cuda[:N]")
+}
+
+fn parse_device(device: &str) -> anyhow::Result<(&str, Option<usize>)> {
     Ok(match device.split_once(':') {
         Some((k, i)) => {
-            (k, Some(i.parse::<usize>().map_err(|_| format!("--device {device}: bad device index '{i}'"))?))
+            (k, Some(i.parse::<usize>().ok().with_context(|| format!("--device {device}: bad device index '{i}'"))?))
         }
         None => (device, None),
     })

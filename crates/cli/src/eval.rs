@@ -19,8 +19,8 @@ pub struct EvalArgs {
     json: bool,
 }
 
-pub fn run(a: EvalArgs) -> Result<(), String> {
-    let e = yolo26_eval::eval_files(&a.gt, &a.dt).map_err(|e| e.to_string())?;
+pub fn run(a: EvalArgs) -> anyhow::Result<()> {
+    let e = yolo26_eval::eval_files(&a.gt, &a.dt)?;
     if e.n_dets_unknown_category > 0 {
         eprintln!(
             "warning: {} detections in {} have a category_id that {} does not define (ignored, as pycocotools does)",

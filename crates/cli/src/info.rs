@@ -18,9 +18,9 @@ pub struct InfoArgs {
     pub imgsz: usize,
 }
 
-pub fn run(a: InfoArgs) -> Result<(), String> {
+pub fn run(a: InfoArgs) -> anyhow::Result<()> {
     if a.nc == 0 {
-        return Err("--nc must be at least 1".into());
+        anyhow::bail!("--nc must be at least 1");
     }
     let cfg = Yolo26Config::new(a.model, a.nc);
     let model = cfg.init::<Flex>(&Default::default());

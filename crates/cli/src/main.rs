@@ -9,8 +9,9 @@ mod synth;
 mod train;
 mod val;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use anyhow::{bail, Context};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -64,24 +65,42 @@ fn main() {
         Cmd::Convert { weights, out, half } => convert(&weights, &out, half),
     };
     if let Err(e) = result {
-        eprintln!("error: {e}");
+        eprintln!("error: {}", describe(&e));
         std::process::exit(1);
     }
 }
 
-fn convert(weights: &std::path::Path, out: &std::path::Path, half: bool) -> Result<(), String> {
+/// `{e:#}` (the error and its causes, `: `-separated) without the causes that a message already shows: the
+/// typed errors of the library crates print their source inside their own message (`{path}: {source}`) and
+/// also return it from `source()`.
+fn describe(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let msg = cause.to_string();
+        if out.contains(&msg) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&msg);
+    }
+    out
+}
+
+fn convert(weights: &Path, out: &Path, half: bool) -> anyhow::Result<()> {
     use yolo26_model::detector::{infer_nc, infer_scale};
     use yolo26_model::weights::{read_weights, write_pt, write_safetensors, FileDType, PtMeta};
-    let map = read_weights(weights).map_err(|e| e.to_string())?;
+    let map = read_weights(weights)?;
     if same_file(weights, out) {
-        return Err(format!("--out {} is the input file; write the conversion elsewhere", out.display()));
+        bail!("--out {} is the input file; write the conversion elsewhere", out.display());
     }
     if out.extension().is_some_and(|e| e.eq_ignore_ascii_case("pt")) {
         let scale = infer_scale(&map)
-            .ok_or_else(|| format!("{}: not a YOLO26 n/s/m/l/x state_dict (layer shapes)", weights.display()))?;
-        let nc = infer_nc(&map).ok_or_else(|| format!("{}: no model.23.cv3.0.2.bias", weights.display()))?;
+            .with_context(|| format!("{}: not a YOLO26 n/s/m/l/x state_dict (layer shapes)", weights.display()))?;
+        let nc = infer_nc(&map).with_context(|| format!("{}: no model.23.cv3.0.2.bias", weights.display()))?;
         let meta = PtMeta { scale, nc, names: map.names.clone(), train_args: Vec::new(), half };
-        write_pt(&map, &meta, out).map_err(|e| e.to_string())?;
+        write_pt(&map, &meta, out)?;
         println!(
             "wrote {} tensors to {} (ultralytics checkpoint: YOLO(\"{}\") loads it)",
             map.tensors.len(),
@@ -91,13 +110,13 @@ fn convert(weights: &std::path::Path, out: &std::path::Path, half: bool) -> Resu
         return Ok(());
     }
     let dtype = if half { FileDType::F16 } else { FileDType::F32 };
-    write_safetensors(&map, out, dtype).map_err(|e| e.to_string())?;
+    write_safetensors(&map, out, dtype)?;
     println!("wrote {} tensors to {}", map.tensors.len(), out.display());
     Ok(())
 }
 
 /// Whether `a` and `b` name the same existing file.
-fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+fn same_file(a: &Path, b: &Path) -> bool {
     match (a.canonicalize(), b.canonicalize()) {
         (Ok(x), Ok(y)) => x == y,
         _ => false,

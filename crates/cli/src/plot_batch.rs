@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use anyhow::{bail, Context};
 use clap::Args;
 use yolo26_augment::plot_batch;
 use yolo26_data::{DataSource, Split, TrainLoader, TrainLoaderConfig};
@@ -34,22 +35,22 @@ pub struct PlotBatchArgs {
     pub out: PathBuf,
 }
 
-pub fn run(a: PlotBatchArgs) -> Result<(), String> {
+pub fn run(a: PlotBatchArgs) -> anyhow::Result<()> {
     if a.batch == 0 || a.imgsz == 0 || !a.imgsz.is_multiple_of(32) {
-        return Err("--batch must be >= 1 and --imgsz a positive multiple of 32".into());
+        bail!("--batch must be >= 1 and --imgsz a positive multiple of 32");
     }
-    let src = DataSource::parse(&a.data, a.images.as_deref()).map_err(|e| e.to_string())?;
-    let ds = src.open(Split::Train).map_err(|e| e.to_string())?;
+    let src = DataSource::parse(&a.data, a.images.as_deref())?;
+    let ds = src.open(Split::Train)?;
     eprintln!("{}", ds.summary.line("train: "));
     let names = ds.names.clone();
     let cfg =
         TrainLoaderConfig { batch_size: a.batch, imgsz: a.imgsz, seed: a.seed, epochs: a.epochs, ..Default::default() };
-    let loader = TrainLoader::new(Arc::new(ds), cfg).map_err(|e| e.to_string())?;
-    std::fs::create_dir_all(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
-    for (i, b) in loader.epoch(a.epoch).map_err(|e| e.to_string())?.take(a.batches).enumerate() {
-        let b = b.map_err(|e| e.to_string())?;
+    let loader = TrainLoader::new(Arc::new(ds), cfg)?;
+    std::fs::create_dir_all(&a.out).with_context(|| format!("cannot create {}", a.out.display()))?;
+    for (i, b) in loader.epoch(a.epoch)?.take(a.batches).enumerate() {
+        let b = b?;
         let path = a.out.join(format!("train_batch{i}.jpg"));
-        plot_batch(&b.samples().map_err(|e| e.to_string())?, &names, &path).map_err(|e| e.to_string())?;
+        plot_batch(&b.samples()?, &names, &path)?;
         println!("{}", path.display());
     }
     Ok(())

@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use anyhow::{bail, Context};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
@@ -71,10 +72,10 @@ struct JsonDet {
 
 const IMAGE_EXTS: [&str; 8] = ["jpg", "jpeg", "png", "bmp", "webp", "tif", "tiff", "gif"];
 
-fn list_sources(src: &Path) -> Result<Vec<PathBuf>, String> {
+fn list_sources(src: &Path) -> anyhow::Result<Vec<PathBuf>> {
     if src.is_dir() {
         let mut v: Vec<PathBuf> = std::fs::read_dir(src)
-            .map_err(|e| format!("{}: {e}", src.display()))?
+            .with_context(|| format!("cannot list {}", src.display()))?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| {
                 p.extension()
@@ -84,21 +85,20 @@ fn list_sources(src: &Path) -> Result<Vec<PathBuf>, String> {
             .collect();
         v.sort();
         if v.is_empty() {
-            return Err(format!("{}: no images ({}) in this directory", src.display(), IMAGE_EXTS.join(", ")));
+            bail!("{}: no images ({}) in this directory", src.display(), IMAGE_EXTS.join(", "));
         }
         Ok(v)
     } else if src.is_file() {
         Ok(vec![src.to_path_buf()])
     } else {
-        Err(format!("--source {}: no such file or directory", src.display()))
+        bail!("--source {}: no such file or directory", src.display())
     }
 }
 
 impl Job for PredictArgs {
-    type Output = Result<(), String>;
-    fn run<B: yolo26_model::YoloBackend>(self, device: B::Device) -> Result<(), String> {
+    fn run<B: yolo26_model::YoloBackend>(self, device: B::Device) -> anyhow::Result<()> {
         let sources = list_sources(&self.source)?;
-        let names = self.names.as_deref().map(read_names).transpose()?;
+        let names = self.names.as_deref().map(read_names).transpose().map_err(anyhow::Error::msg)?;
         let opts = DetectorOptions {
             imgsz: self.imgsz,
             conf: self.conf,
@@ -109,8 +109,8 @@ impl Job for PredictArgs {
             nc: self.nc,
             multi_label: false,
         };
-        let det = Detector::<B>::new(self.model, &self.weights, names, opts, &device).map_err(|e| e.to_string())?;
-        std::fs::create_dir_all(&self.out).map_err(|e| format!("{}: {e}", self.out.display()))?;
+        let det = Detector::<B>::new(self.model, &self.weights, names, opts, &device)?;
+        std::fs::create_dir_all(&self.out).with_context(|| format!("cannot create {}", self.out.display()))?;
         let bar = if sources.len() > 1 {
             let b = ProgressBar::new(sources.len() as u64);
             b.set_style(
@@ -123,12 +123,12 @@ impl Job for PredictArgs {
         let mut results = Vec::new();
         for path in &sources {
             bar.set_message(path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default());
-            let img = yolo26_imageio::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let img = yolo26_imageio::read(path).with_context(|| path.display().to_string())?;
             let dets = det.detect_batch(std::slice::from_ref(&img)).remove(0);
             let mut rgb = img.clone();
             annotate(&mut rgb, &dets);
             let out_img = self.out.join(path.file_name().expect("file name"));
-            rgb.save(&out_img).map_err(|e| format!("{}: {e}", out_img.display()))?;
+            rgb.save(&out_img).with_context(|| format!("cannot write {}", out_img.display()))?;
             results.push(ImageResult {
                 image: path.display().to_string(),
                 width: img.width(),
@@ -143,7 +143,7 @@ impl Job for PredictArgs {
         bar.finish_and_clear();
         let json_path = self.out.join("predictions.json");
         let json = serde_json::to_string_pretty(&results).expect("serialisable");
-        std::fs::write(&json_path, json).map_err(|e| format!("{}: {e}", json_path.display()))?;
+        std::fs::write(&json_path, json).with_context(|| format!("cannot write {}", json_path.display()))?;
         for r in &results {
             println!("{}: {} detections", r.image, r.detections.len());
         }
@@ -157,7 +157,7 @@ fn annotate(img: &mut image::RgbImage, dets: &[Detection]) {
     yolo26_model::annotate::draw_detections(img, &v);
 }
 
-pub fn run(args: PredictArgs) -> Result<(), String> {
+pub fn run(args: PredictArgs) -> anyhow::Result<()> {
     let device = args.device.clone();
     dispatch(&device, args)
 }

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use anyhow::bail;
 use clap::Args;
 
 #[derive(Args, Debug, Clone)]
@@ -21,16 +22,16 @@ pub struct SynthArgs {
     pub seed: u64,
 }
 
-pub fn run(a: SynthArgs) -> Result<(), String> {
+pub fn run(a: SynthArgs) -> anyhow::Result<()> {
     if a.train == 0 {
-        return Err("--train must be at least 1".into());
+        bail!("--train must be at least 1");
     }
     let val = a.val.unwrap_or((a.train / 5).max(1));
     if val == 0 {
-        return Err("--val must be at least 1".into());
+        bail!("--val must be at least 1");
     }
     let t = std::time::Instant::now();
-    let yaml = yolo26_data::write_ultralytics(&a.out, a.train, val, a.seed).map_err(|e| e.to_string())?;
+    let yaml = yolo26_data::write_ultralytics(&a.out, a.train, val, a.seed)?;
     println!(
         "wrote {} train + {val} val images to {} in {:.1} s; data: {}",
         a.train,

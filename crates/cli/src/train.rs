@@ -123,7 +123,7 @@ impl TrainCliArgs {
 struct Job(TrainCliArgs);
 
 impl TrainJob for Job {
-    fn run<AB>(self, device: AB::Device) -> Result<(), String>
+    fn run<AB>(self, device: AB::Device) -> anyhow::Result<()>
     where
         AB: burn::tensor::backend::AutodiffBackend + yolo26_train::TrainBackend,
         AB::InnerBackend: yolo26_model::YoloBackend,
@@ -157,7 +157,7 @@ impl TrainJob for Job {
         for line in held.lock().map(|h| h.clone()).unwrap_or_default() {
             eprintln!("{line}");
         }
-        let summary = summary?;
+        let summary = summary.map_err(anyhow::Error::msg)?;
         eprintln!(
             "\n{} epochs done; best mAP50-95 {} (epoch {}). Results saved to {}\n  {}\n  {}",
             summary.rows.len(),
@@ -171,7 +171,7 @@ impl TrainJob for Job {
     }
 }
 
-pub fn run(a: TrainCliArgs) -> Result<(), String> {
+pub fn run(a: TrainCliArgs) -> anyhow::Result<()> {
     let device = a.device.clone();
     dispatch_train(&device, Job(a))
 }

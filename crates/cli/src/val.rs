@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use anyhow::bail;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use yolo26_data::{DataSource, Split};
@@ -69,7 +70,7 @@ pub struct ValArgs {
     pub exist_ok: bool,
 }
 
-pub fn run(a: ValArgs) -> Result<(), String> {
+pub fn run(a: ValArgs) -> anyhow::Result<()> {
     let device = a.device.clone();
     dispatch(&device, a)
 }
@@ -84,32 +85,31 @@ pub fn increment_path(p: &Path, exist_ok: bool) -> PathBuf {
 }
 
 impl Job for ValArgs {
-    type Output = Result<(), String>;
-    fn run<B: yolo26_model::YoloBackend>(self, device: B::Device) -> Result<(), String> {
+    fn run<B: yolo26_model::YoloBackend>(self, device: B::Device) -> anyhow::Result<()> {
         let split = match self.split.as_str() {
             "val" => Split::Val,
             "test" => Split::Test,
-            other => return Err(format!("--split {other}: expected val or test")),
+            other => bail!("--split {other}: expected val or test"),
         };
         if self.imgsz == 0 || !self.imgsz.is_multiple_of(32) {
-            return Err(format!("--imgsz {}: must be a positive multiple of 32", self.imgsz));
+            bail!("--imgsz {}: must be a positive multiple of 32", self.imgsz);
         }
         if self.batch == 0 {
-            return Err("--batch must be at least 1".into());
+            bail!("--batch must be at least 1");
         }
         if !(0.0..=1.0).contains(&self.conf) {
-            return Err(format!("--conf {}: must be in [0, 1]", self.conf));
+            bail!("--conf {}: must be in [0, 1]", self.conf);
         }
         if !(self.iou > 0.0 && self.iou <= 1.0) {
-            return Err(format!("--iou {}: must be in (0, 1]", self.iou));
+            bail!("--iou {}: must be in (0, 1]", self.iou);
         }
         if self.max_det == 0 {
-            return Err("--max-det must be at least 1".into());
+            bail!("--max-det must be at least 1");
         }
-        let source = DataSource::parse(&self.data, self.images.as_deref()).map_err(|e| e.to_string())?;
-        let dataset = source.open(split).map_err(|e| e.to_string())?;
+        let source = DataSource::parse(&self.data, self.images.as_deref())?;
+        let dataset = source.open(split)?;
         eprintln!("{}", dataset.summary.line(&format!("{}: ", self.split)));
-        let map = read_weights(&self.weights).map_err(|e| e.to_string())?;
+        let map = read_weights(&self.weights)?;
         if let Some(names) = &map.names {
             if names != &dataset.names {
                 eprintln!(
@@ -119,7 +119,7 @@ impl Job for ValArgs {
                 );
             }
         }
-        let model = load_model::<B>(self.model, &map, Some(dataset.names.len()), &device).map_err(|e| e.to_string())?;
+        let model = load_model::<B>(self.model, &map, Some(dataset.names.len()), &device)?;
         let mut cfg = ValConfig {
             imgsz: self.imgsz,
             batch: self.batch,
@@ -141,13 +141,12 @@ impl Job for ValArgs {
         let report = validate(model, Arc::new(dataset), &cfg, &device, |done, total| {
             bar.set_length(total as u64);
             bar.set_position(done as u64);
-        })
-        .map_err(|e| e.to_string())?;
+        })?;
         bar.finish_and_clear();
         print!("{}", report.table());
         println!("{}", report.speed_line());
         let dir = increment_path(&self.project, self.exist_ok);
-        let written = report.write(&dir, !self.no_plots).map_err(|e| e.to_string())?;
+        let written = report.write(&dir, !self.no_plots)?;
         println!("results saved to {} ({} files)", dir.display(), written.len());
         Ok(())
     }

@@ -6,14 +6,20 @@ use std::str::FromStr;
 /// The five published scales of `yolo26.yaml` (`scales:` block: depth, width, max_channels).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Scale {
+    /// yolo26n: depth 0.50, width 0.25, max_channels 1024.
     N,
+    /// yolo26s: depth 0.50, width 0.50, max_channels 1024.
     S,
+    /// yolo26m: depth 0.50, width 1.00, max_channels 512.
     M,
+    /// yolo26l: depth 1.00, width 1.00, max_channels 512.
     L,
+    /// yolo26x: depth 1.00, width 1.50, max_channels 512.
     X,
 }
 
 impl Scale {
+    /// Every scale, smallest first.
     pub const ALL: [Scale; 5] = [Scale::N, Scale::S, Scale::M, Scale::L, Scale::X];
 
     /// `[depth, width, max_channels]` from the yaml.
@@ -32,6 +38,7 @@ impl Scale {
         matches!(self, Scale::M | Scale::L | Scale::X)
     }
 
+    /// The scale's letter in model names (`yolo26n`, ...).
     pub fn letter(self) -> char {
         match self {
             Scale::N => 'n',
@@ -66,11 +73,14 @@ impl FromStr for Scale {
 /// What a YOLO26 model is built from: a scale and the number of classes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Yolo26Config {
+    /// Model scale (width, depth, max_channels).
     pub scale: Scale,
+    /// Number of classes.
     pub nc: usize,
 }
 
 impl Yolo26Config {
+    /// A config of `scale` with `nc` classes.
     pub fn new(scale: Scale, nc: usize) -> Self {
         Yolo26Config { scale, nc }
     }

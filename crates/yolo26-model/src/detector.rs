@@ -32,12 +32,18 @@ pub enum DecodeMode {
     Nms,
 }
 
+/// Inference settings of a [`Detector`] (ultralytics `predict` arguments; defaults as ultralytics' predict).
 #[derive(Debug, Clone)]
 pub struct DetectorOptions {
+    /// Letterbox size (longest side), a multiple of 32.
     pub imgsz: usize,
+    /// Confidence threshold: detections need `score > conf`.
     pub conf: f32,
+    /// NMS IoU threshold ([`DecodeMode::Nms`] only).
     pub iou: f32,
+    /// Maximum detections per image.
     pub max_det: usize,
+    /// Which head and decode to use.
     pub mode: DecodeMode,
     /// Run in f16 (parameters and activations).
     pub half: bool,
@@ -66,20 +72,29 @@ impl Default for DetectorOptions {
 /// One detection in original-image pixels.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Detection {
+    /// Box corners `[x1, y1, x2, y2]` in original-image pixels.
     pub xyxy: [f32; 4],
+    /// Class confidence (sigmoid of the logit).
     pub score: f32,
+    /// Class index.
     pub class_id: usize,
+    /// Class name (`names[class_id]`).
     pub class_name: String,
 }
 
+/// Why a [`Detector`] could not be built or could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum DetectorError {
+    /// The weight file could not be read.
     #[error(transparent)]
     Weights(#[from] WeightsError),
+    /// The weights do not fit the model.
     #[error(transparent)]
     Load(#[from] LoadError),
+    /// Inconsistent settings (class count, scale, image size).
     #[error("{0}")]
     Config(String),
+    /// An input image could not be decoded.
     #[error("cannot decode image: {0}")]
     Image(#[from] yolo26_imageio::DecodeError),
 }
@@ -130,6 +145,8 @@ pub fn load_model<B: Backend>(
     Ok(load_weights(model, map)?)
 }
 
+/// A loaded model (BatchNorm folded, optionally f16) with its class names and [`DetectorOptions`]: the
+/// counterpart of ultralytics' `YOLO(weights)` for `predict`.
 pub struct Detector<B: YoloBackend> {
     model: Yolo26<B>,
     names: Vec<String>,
@@ -177,14 +194,17 @@ impl<B: YoloBackend> Detector<B> {
         Ok(Detector { model, names, opts, device: device.clone(), anchors: Mutex::new(HashMap::new()) })
     }
 
+    /// Class names, index = class id.
     pub fn names(&self) -> &[String] {
         &self.names
     }
 
+    /// The options the detector was built with.
     pub fn options(&self) -> &DetectorOptions {
         &self.opts
     }
 
+    /// The (folded) model.
     pub fn model(&self) -> &Yolo26<B> {
         &self.model
     }

@@ -11,6 +11,7 @@ use crate::nn::head::{BoxBranch, ClsBranch, Detect, DwSep};
 
 /// Folds every BatchNorm of a module into the preceding convolution.
 pub trait FoldBn: Sized {
+    /// The module with every `Conv`'s BatchNorm folded into its convolution (outputs unchanged up to rounding).
     fn fold_bn(self) -> Self;
 }
 

@@ -13,11 +13,17 @@ use crate::model::Yolo26;
 /// One row of the summary.
 #[derive(Debug, Clone)]
 pub struct LayerRow {
+    /// The yaml row (`model.N`).
     pub index: usize,
+    /// The row's inputs as the yaml writes them (`-1`, `[-1, 6]`, ...).
     pub from: &'static str,
+    /// Repeat count column (always 1: repeats are resolved into the module's arguments, as ultralytics prints).
     pub repeats: usize,
+    /// Trainable parameters of the row.
     pub params: usize,
+    /// ultralytics module name (`Conv`, `C3k2`, ...).
     pub module: &'static str,
+    /// Resolved arguments as `parse_model` prints them.
     pub args: String,
 }
 

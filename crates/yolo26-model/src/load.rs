@@ -16,7 +16,9 @@ use crate::weights::{FileDType, WeightMap, WeightTensor};
 #[derive(Debug, thiserror::Error)]
 #[error("{source_file}: weights do not match the model:\n{}", problems.join("\n"))]
 pub struct LoadError {
+    /// The weight file.
     pub source_file: String,
+    /// One line per missing key, unexpected key or shape mismatch.
     pub problems: Vec<String>,
 }
 

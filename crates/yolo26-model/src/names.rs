@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+/// The 80 COCO class names, index = ultralytics class id.
 pub const COCO: [&str; 80] = [
     "person",
     "bicycle",

@@ -20,10 +20,13 @@ use kernels_cubecl::topk::topk_rows;
 /// [`kernels_cubecl::decode::detect_decode`] reads.
 #[derive(Debug, Clone)]
 pub struct Anchors<B: Backend> {
+    /// `[1, 2, A]`: anchor x row, then anchor y row (cell centres, grid units).
     pub points: Tensor<B, 3>,
+    /// `[1, 1, A]`: stride of each anchor's level (8, 16 or 32).
     pub strides: Tensor<B, 3>,
     /// `[3, A]` F32: anchor x, anchor y (grid units), stride.
     pub grid: Tensor<B, 2>,
+    /// `[h, w]` of each level the grid was built for.
     pub feat_shapes: Vec<[usize; 2]>,
 }
 
@@ -54,10 +57,12 @@ impl<B: Backend> Anchors<B> {
         }
     }
 
+    /// Number of anchors `A`.
     pub fn len(&self) -> usize {
         self.points.dims()[2]
     }
 
+    /// No anchors (no feature levels).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -102,8 +107,11 @@ pub fn decode_end2end<B: YoloBackend>(head: &HeadOutput<B>, anchors: &Anchors<B>
 /// One detection in network-input pixels.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RawDetection {
+    /// Box corners `[x1, y1, x2, y2]` in network-input pixels.
     pub xyxy: [f32; 4],
+    /// Class confidence.
     pub score: f32,
+    /// Class index.
     pub class_id: usize,
 }
 
@@ -126,8 +134,11 @@ pub fn end2end_to_host<B: Backend>(rows: Tensor<B, 3>, conf: f32) -> Vec<Vec<Raw
 /// single label; its validator uses conf 0.001 and `multi_label=True`).
 #[derive(Debug, Clone, Copy)]
 pub struct NmsConfig {
+    /// Candidates need `score > conf`.
     pub conf: f32,
+    /// IoU above which the lower-scored box of a pair is suppressed.
     pub iou: f32,
+    /// Maximum detections kept per image.
     pub max_det: usize,
     /// Class-agnostic suppression (`agnostic_nms`).
     pub agnostic: bool,

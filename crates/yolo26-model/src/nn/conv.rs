@@ -9,9 +9,11 @@ use burn::nn::{BatchNorm, BatchNormConfig, PaddingConfig2d};
 use burn::prelude::*;
 use burn::tensor::activation::silu;
 
-/// ultralytics `Conv(c1, c2, k, s, p=k//2, g, d=1, act)`: bias-free conv, BatchNorm (eps 1e-3, momentum 0.03), SiLU.
+/// ultralytics `nn.modules.conv.Conv(c1, c2, k, s, p=k//2, g, d=1, act)`: bias-free conv, BatchNorm (eps 1e-3,
+/// momentum 0.03), SiLU. Built by [`ConvConfig::init`].
 #[derive(Module, Debug)]
 pub struct Conv<B: Backend> {
+    /// The `k×k` convolution, weight `[c2, c1 / g, k, k]` (bias-free until the norm is folded into it).
     pub conv: Conv2d<B>,
     /// `None` once folded into `conv` ([`Conv::fold_bn`]).
     pub bn: Option<BatchNorm<B>>,
@@ -19,22 +21,29 @@ pub struct Conv<B: Backend> {
     pub act: bool,
 }
 
-/// Hyper-parameters of a [`Conv`].
+/// Hyper-parameters of a [`Conv`] (ultralytics' argument names; padding is always `k / 2`).
 #[derive(Config, Debug)]
 pub struct ConvConfig {
+    /// Input channels.
     pub c1: usize,
+    /// Output channels.
     pub c2: usize,
+    /// Kernel size (square).
     #[config(default = 1)]
     pub k: usize,
+    /// Stride.
     #[config(default = 1)]
     pub s: usize,
+    /// Groups (`c1` for a depthwise conv).
     #[config(default = 1)]
     pub g: usize,
+    /// SiLU after the norm.
     #[config(default = true)]
     pub act: bool,
 }
 
 impl ConvConfig {
+    /// Builds the [`Conv`] (random weights, BatchNorm at its identity statistics).
     pub fn init<B: Backend>(&self, device: &B::Device) -> Conv<B> {
         let p = self.k / 2;
         let conv = Conv2dConfig::new([self.c1, self.c2], [self.k, self.k])
@@ -53,6 +62,7 @@ impl ConvConfig {
     }
 }
 
+/// Greatest common divisor (`math.gcd`, for [`ConvConfig::dw`]'s groups).
 pub fn gcd(a: usize, b: usize) -> usize {
     if b == 0 {
         a
@@ -62,6 +72,7 @@ pub fn gcd(a: usize, b: usize) -> usize {
 }
 
 impl<B: Backend> Conv<B> {
+    /// `[B, c1, H, W] → [B, c2, H/s, W/s]` (rounded up).
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
         let mut y = self.conv.forward(x);
         if let Some(bn) = &self.bn {

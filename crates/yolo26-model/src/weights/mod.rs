@@ -17,21 +17,32 @@ pub use safetensors_io::{read_safetensors, safetensors_bytes, write_safetensors}
 /// Element type a tensor had in its file (all data is widened to `f32` in memory).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileDType {
+    /// `float64`.
     F64,
+    /// `float32`.
     F32,
+    /// `float16`.
     F16,
+    /// `bfloat16`.
     BF16,
+    /// `int64`.
     I64,
+    /// `int32`.
     I32,
+    /// `uint8`.
     U8,
+    /// `bool`.
     Bool,
 }
 
 /// One tensor read from a weight file: logical (contiguous, row-major) shape and values widened to `f32`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WeightTensor {
+    /// Logical shape (PyTorch's: conv weights `[c_out, c_in / g, k, k]`).
     pub shape: Vec<usize>,
+    /// Element type in the file.
     pub dtype: FileDType,
+    /// Values, contiguous row-major, widened to `f32`.
     pub data: Vec<f32>,
 }
 
@@ -49,12 +60,34 @@ pub struct WeightMap {
 /// Errors reading or writing weight files. Every variant names the file and, where it applies, the key.
 #[derive(Debug, thiserror::Error)]
 pub enum WeightsError {
+    /// The file could not be read or written.
     #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not a valid file of its format.
     #[error("{path}: not a valid {format} file: {reason}")]
-    Format { path: PathBuf, format: &'static str, reason: String },
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// The format it was read or written as.
+        format: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+    /// One tensor of the file is unusable.
     #[error("{path}: tensor '{key}': {reason}")]
-    Tensor { path: PathBuf, key: String, reason: String },
+    Tensor {
+        /// The file.
+        path: PathBuf,
+        /// The tensor's state_dict key.
+        key: String,
+        /// What is wrong.
+        reason: String,
+    },
 }
 
 /// Reads a weight file, choosing the reader from its content (not its extension): a zip archive (`PK\x03\x04`) is a

@@ -30,7 +30,9 @@ use crate::config::Scale;
 /// What goes into the checkpoint besides the weights.
 #[derive(Clone, Debug)]
 pub struct PtMeta {
+    /// Model scale (selects `yolo26{n,s,m,l,x}.yaml`).
     pub scale: Scale,
+    /// Number of classes.
     pub nc: usize,
     /// Class names (`model.names`); `None`: `class0`, `class1`, ….
     pub names: Option<Vec<String>>,

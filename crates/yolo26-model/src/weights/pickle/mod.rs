@@ -40,26 +40,37 @@ pub const MAX_BYTES: usize = 256 << 20;
 /// A decoded pickle value.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
+    /// `None`.
     None,
+    /// `True` / `False`.
     Bool(bool),
     /// An integer that fits in `i64`.
     Int(i64),
     /// An integer that does not fit in `i64`: little-endian two's complement bytes (as `LONG1`/`LONG4` store it).
     BigInt(Vec<u8>),
+    /// A `float`.
     Float(f64),
+    /// A `str`.
     Str(String),
+    /// A `bytes` (or `bytearray`).
     Bytes(Vec<u8>),
+    /// A `list`.
     List(Vec<Value>),
+    /// A `tuple`.
     Tuple(Vec<Value>),
     /// Insertion-ordered `(key, value)` pairs (a `dict` or `OrderedDict`); a key set twice keeps its first position
     /// and its last value, as in Python.
     Dict(Vec<(Value, Value)>),
+    /// A `set`.
     Set(Vec<Value>),
+    /// A `frozenset`.
     FrozenSet(Vec<Value>),
     /// A name imported by `GLOBAL`/`STACK_GLOBAL`/`INST`/`OBJ` (Python 2 module names `__builtin__`/`copy_reg` are
     /// mapped to `builtins`/`copyreg`).
     Global {
+        /// Module path (`torch._utils`).
         module: String,
+        /// Attribute name (`_rebuild_tensor_v2`).
         name: String,
     },
     /// The result of calling `class` (`REDUCE`, `NEWOBJ`, `NEWOBJ_EX`, `OBJ`, `INST`) — never actually called.
@@ -90,7 +101,9 @@ pub struct Object {
 /// Why unpickling failed, and at which byte of the input.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PickleError {
+    /// Byte offset in the pickle where decoding stopped.
     pub offset: usize,
+    /// What went wrong.
     pub message: String,
 }
 
@@ -103,6 +116,7 @@ impl fmt::Display for PickleError {
 impl std::error::Error for PickleError {}
 
 impl Value {
+    /// The string of a [`Value::Str`].
     pub fn as_str(&self) -> Option<&str> {
         match self {
             Value::Str(s) => Some(s),
@@ -110,6 +124,7 @@ impl Value {
         }
     }
 
+    /// The integer of a [`Value::Int`] (or a [`Value::Bool`] as 0/1).
     pub fn as_int(&self) -> Option<i64> {
         match self {
             Value::Int(i) => Some(*i),
@@ -118,6 +133,7 @@ impl Value {
         }
     }
 
+    /// The truth value of a [`Value::Bool`] or [`Value::Int`].
     pub fn as_bool(&self) -> Option<bool> {
         match self {
             Value::Bool(b) => Some(*b),
@@ -134,6 +150,7 @@ impl Value {
         }
     }
 
+    /// The pairs of a [`Value::Dict`].
     pub fn as_dict(&self) -> Option<&[(Value, Value)]> {
         match self {
             Value::Dict(d) => Some(d),
@@ -141,6 +158,7 @@ impl Value {
         }
     }
 
+    /// The object of a [`Value::Object`].
     pub fn as_object(&self) -> Option<&Object> {
         match self {
             Value::Object(o) => Some(o),
@@ -148,6 +166,7 @@ impl Value {
         }
     }
 
+    /// `self` is `None`.
     pub fn is_none(&self) -> bool {
         matches!(self, Value::None)
     }
