@@ -1,6 +1,7 @@
 //! `yolo26`: YOLO26 inference and tooling on CPU (Flex), wgpu or CUDA.
 
 mod backend;
+mod bench;
 mod eval;
 mod info;
 mod plot_batch;
@@ -35,6 +36,8 @@ enum Cmd {
     Synth(synth::SynthArgs),
     /// Plot the first training batches (augmented) as labelled mosaics, like ultralytics' train_batch0.jpg.
     PlotBatch(plot_batch::PlotBatchArgs),
+    /// Time inference (or, with --train, a training step) per batch size: median latency, images/s, memory.
+    Bench(bench::BenchArgs),
     /// Print the layer table, parameter count and GFLOPs of a model scale.
     Info(info::InfoArgs),
     /// Convert a weight file (ultralytics .pt or safetensors) to safetensors with ultralytics names, or (--out
@@ -58,6 +61,7 @@ fn main() {
         Cmd::Predict(a) => predict::run(a),
         Cmd::Train(a) => train::run(a),
         Cmd::Info(a) => info::run(a),
+        Cmd::Bench(a) => bench::run(a),
         Cmd::Eval(a) => eval::run(a),
         Cmd::Val(a) => val::run(a),
         Cmd::Synth(a) => synth::run(a),

@@ -1,0 +1,390 @@
+//! `yolo26 bench`: inference (or, with `--train`, training-step) speed of a YOLO26 scale on one device.
+//!
+//! Inference is what `predict` runs on the device for a letterboxed batch: BatchNorm folded, the one-to-one head
+//! and its top-k decode (`Detector::infer_device`, ultralytics `model(x)` of a fused end-to-end model, output
+//! `[B, 300, 6]`), on a fixed random `[B, 3, imgsz, imgsz]` input, without image decoding or host post-processing.
+//! `--train` times one training step: forward with both heads in training mode, `E2ELoss` on fixed random boxes,
+//! backward, and the optimizer step (SGD, ultralytics' update rule) — ultralytics' `trainer.optimizer_step` after
+//! `model.loss(batch)`, without the data loader.
+//!
+//! Each call is timed on the host between two device synchronisations; the first call (kernel compilation on a
+//! GPU; CubeCL keeps compiled CUDA kernels in its cache directory, so a later process compiles less) is reported
+//! apart, then `--warmup` calls, then the median of `--runs` calls. Memory: what the device's memory pool holds
+//! after the runs (CubeCL `bytes_reserved`, comparable to `torch.cuda.max_memory_reserved`), GPU backends only.
+
+use std::any::Any;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use burn::prelude::*;
+use burn::tensor::Distribution;
+use clap::Args;
+use serde::Serialize;
+use yolo26_model::detector::load_model;
+use yolo26_model::names::default_names;
+use yolo26_model::weights::read_weights;
+use yolo26_model::{DecodeMode, Detector, DetectorOptions, Scale, Yolo26Config};
+
+use crate::backend::{dispatch, dispatch_train, Job, TrainJob};
+
+#[derive(Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// Model scale: n, s, m, l or x.
+    #[arg(long, default_value = "n")]
+    pub model: Scale,
+    /// Weights (.pt or safetensors); default: random initialisation (speed does not depend on the values).
+    #[arg(long)]
+    pub weights: Option<PathBuf>,
+    /// cpu, wgpu[:N] or cuda[:N] (those compiled in).
+    #[arg(long, default_value = "cpu")]
+    pub device: String,
+    /// Batch sizes, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    pub batch: Vec<usize>,
+    /// Square input size, a multiple of 32.
+    #[arg(long, default_value_t = 640)]
+    pub imgsz: usize,
+    /// Inference in f16 (parameters and activations), as `predict --half`.
+    #[arg(long)]
+    pub half: bool,
+    /// Untimed calls after the first one.
+    #[arg(long, default_value_t = 10)]
+    pub warmup: usize,
+    /// Timed calls (the median is reported).
+    #[arg(long, default_value_t = 100)]
+    pub runs: usize,
+    /// Time a training step (forward, loss, backward, optimizer step) instead of inference.
+    #[arg(long)]
+    pub train: bool,
+    /// One JSON object per batch size instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One batch size's result.
+#[derive(Serialize)]
+struct Row {
+    model: String,
+    mode: &'static str,
+    device: String,
+    dtype: &'static str,
+    batch: usize,
+    imgsz: usize,
+    first_call_ms: f64,
+    median_ms: f64,
+    min_ms: f64,
+    images_per_s: f64,
+    runs: usize,
+    /// Device memory pool after the runs (bytes), GPU backends only.
+    memory_reserved_bytes: Option<u64>,
+}
+
+impl BenchArgs {
+    fn check(&self) -> anyhow::Result<()> {
+        if self.batch.is_empty() || self.batch.contains(&0) {
+            bail!("--batch: give one or more positive batch sizes, e.g. 1,16,64");
+        }
+        if self.imgsz == 0 || !self.imgsz.is_multiple_of(32) {
+            bail!("--imgsz {} must be a positive multiple of 32", self.imgsz);
+        }
+        if self.runs == 0 {
+            bail!("--runs must be at least 1");
+        }
+        if self.train && self.half {
+            bail!("--half with --train: training runs in f32 (mixed-precision training is not implemented)");
+        }
+        if self.train && self.weights.is_some() {
+            bail!("--weights with --train: a training step's speed does not depend on the weights; drop --weights");
+        }
+        Ok(())
+    }
+
+    fn emit(&self, row: &Row) -> anyhow::Result<()> {
+        if self.json {
+            println!("{}", serde_json::to_string(row)?);
+        } else {
+            let mem =
+                row.memory_reserved_bytes.map_or("-".to_string(), |b| format!("{:.2} GiB", b as f64 / 1073741824.0));
+            println!(
+                "{:>5} {:>12.1} {:>10.3} {:>10.3} {:>10.1} {:>12}",
+                row.batch, row.first_call_ms, row.median_ms, row.min_ms, row.images_per_s, mem
+            );
+        }
+        Ok(())
+    }
+
+    fn header(&self, device: &str) {
+        if !self.json {
+            let what = if self.train { "training step" } else { "inference" };
+            let dtype = if self.half { "f16" } else { "f32" };
+            println!(
+                "yolo26{} {what}, {}x{} input, {dtype}, --device {device}, median of {} runs after {} warm-up",
+                self.model.letter(),
+                self.imgsz,
+                self.imgsz,
+                self.runs,
+                self.warmup
+            );
+            println!(
+                "{:>5} {:>12} {:>10} {:>10} {:>10} {:>12}",
+                "batch", "first (ms)", "median", "min", "images/s", "memory"
+            );
+        }
+    }
+}
+
+/// Times `call` (which ends with a device sync): first call, warm-up, then `runs` timed calls.
+fn time_calls(args: &BenchArgs, mut call: impl FnMut() -> anyhow::Result<()>) -> anyhow::Result<(f64, Vec<f64>)> {
+    let t = Instant::now();
+    call()?;
+    let first = t.elapsed().as_secs_f64() * 1e3;
+    for _ in 0..args.warmup {
+        call()?;
+    }
+    let mut times = Vec::with_capacity(args.runs);
+    for _ in 0..args.runs {
+        let t = Instant::now();
+        call()?;
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    times.sort_by(f64::total_cmp);
+    Ok((first, times))
+}
+
+fn row(args: &BenchArgs, batch: usize, first: f64, times: &[f64], mem: Option<u64>) -> Row {
+    let median = times[times.len() / 2];
+    Row {
+        model: format!("yolo26{}", args.model.letter()),
+        mode: if args.train { "train" } else { "inference" },
+        device: args.device.clone(),
+        dtype: if args.half { "f16" } else { "f32" },
+        batch,
+        imgsz: args.imgsz,
+        first_call_ms: first,
+        median_ms: median,
+        min_ms: times[0],
+        images_per_s: batch as f64 / median * 1e3,
+        runs: times.len(),
+        memory_reserved_bytes: mem,
+    }
+}
+
+/// The memory pool of a CubeCL device (`bytes_reserved`); `None` on Flex.
+fn memory_reserved(device: &dyn Any) -> Option<u64> {
+    #[cfg(feature = "cuda")]
+    if let Some(d) = device.downcast_ref::<burn::backend::cuda::CudaDevice>() {
+        use cubecl::Runtime;
+        return cubecl::cuda::CudaRuntime::client(d).memory_usage().ok().map(|m| m.bytes_reserved);
+    }
+    #[cfg(feature = "wgpu")]
+    if let Some(d) = device.downcast_ref::<burn::backend::wgpu::WgpuDevice>() {
+        use cubecl::Runtime;
+        return cubecl::wgpu::WgpuRuntime::client(d).memory_usage().ok().map(|m| m.bytes_reserved);
+    }
+    let _ = device;
+    None
+}
+
+fn sync<B: Backend>(device: &B::Device) -> anyhow::Result<()> {
+    B::sync(device).map_err(|e| anyhow::anyhow!("device synchronisation failed: {e:?}"))
+}
+
+impl Job for BenchArgs {
+    fn run<B: yolo26_model::YoloBackend>(self, device: B::Device) -> anyhow::Result<()> {
+        self.header(&self.device);
+        bench_inference::<B>(&self, &device, |row| self.emit(&row))
+    }
+}
+
+/// Times inference for each batch size of `args`, handing each result to `emit`.
+fn bench_inference<B: yolo26_model::YoloBackend>(
+    args: &BenchArgs,
+    device: &B::Device,
+    mut emit: impl FnMut(Row) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let model = match &args.weights {
+        Some(w) => {
+            let map = read_weights(w)?;
+            load_model::<B>(args.model, &map, None, device).with_context(|| format!("--weights {}", w.display()))?
+        }
+        None => Yolo26Config::new(args.model, 80).init::<B>(device),
+    };
+    let nc = model.num_classes();
+    let opts = DetectorOptions { imgsz: args.imgsz, mode: DecodeMode::EndToEnd, half: args.half, ..Default::default() };
+    let det = Detector::<B>::from_model(model, default_names(nc), opts, device)?;
+    for &batch in &args.batch {
+        B::memory_cleanup(device);
+        let x = Tensor::<B, 4>::random([batch, 3, args.imgsz, args.imgsz], Distribution::Uniform(0.0, 1.0), device);
+        let (first, times) = time_calls(args, || {
+            let _ = det.infer_device(x.clone());
+            sync::<B>(device)
+        })?;
+        emit(row(args, batch, first, &times, memory_reserved(device)))?;
+    }
+    Ok(())
+}
+
+impl TrainJob for BenchArgs {
+    fn run<AB>(self, device: AB::Device) -> anyhow::Result<()>
+    where
+        AB: burn::tensor::backend::AutodiffBackend + yolo26_train::TrainBackend,
+        AB::InnerBackend: yolo26_model::YoloBackend,
+    {
+        self.header(&self.device);
+        bench_train::<AB>(&self, &device, |row| self.emit(&row))
+    }
+}
+
+/// Times a training step for each batch size of `args`, handing each result to `emit`.
+fn bench_train<AB>(
+    args: &BenchArgs,
+    device: &AB::Device,
+    mut emit: impl FnMut(Row) -> anyhow::Result<()>,
+) -> anyhow::Result<()>
+where
+    AB: burn::tensor::backend::AutodiffBackend + yolo26_train::TrainBackend,
+{
+    use std::collections::HashMap;
+
+    use burn::module::AutodiffModule;
+    use burn::optim::GradientsParams;
+    use yolo26_train::optim::{accumulate_grads, Optimizer, OptimizerChoice};
+    use yolo26_train::params::set_trainable;
+    use yolo26_train::step::train_forward;
+    use yolo26_train::trainer::init_detect_bias;
+    use yolo26_train::{E2ELoss, LossGains};
+
+    let nc = 80;
+    let inner = init_detect_bias(Yolo26Config::new(args.model, nc).init::<AB::InnerBackend>(device));
+    let mut model = Some(set_trainable(yolo26_model::Yolo26::<AB>::from_inner(inner)));
+    let choice = OptimizerChoice::resolve("SGD", 0.01, 0.937, nc, 0).map_err(anyhow::Error::msg)?;
+    let mut opt = Optimizer::<AB::InnerBackend>::new(choice, 0.0005);
+    let loss = E2ELoss::new(nc, 100, LossGains::default());
+    for &batch in &args.batch {
+        AB::memory_cleanup(device);
+        let images =
+            Tensor::<AB, 4>::random([batch, 3, args.imgsz, args.imgsz], Distribution::Uniform(0.0, 1.0), device);
+        let gt = random_boxes::<AB>(batch, args.imgsz, nc, device);
+        let (first, times) = time_calls(args, || {
+            let m = model.take().context("the model was lost in an earlier step")?;
+            let out = train_forward(&m, &loss, images.clone(), &gt);
+            let grads = GradientsParams::from_grads(out.total.backward(), &m);
+            let mut named = HashMap::new();
+            accumulate_grads::<AB, _>(&m, grads, &mut named);
+            let (m, _) = opt.step::<AB, _>(m, named);
+            model = Some(m);
+            sync::<AB>(device)
+        })?;
+        emit(row(args, batch, first, &times, memory_reserved(device)))?;
+    }
+    Ok(())
+}
+
+/// Fixed pseudo-random ground truth: 8 boxes per image (ultralytics' COCO average is 7.3), sides 5–45% of the image.
+fn random_boxes<B: Backend>(batch: usize, imgsz: usize, nc: usize, device: &B::Device) -> yolo26_train::GtBoxes<B> {
+    use burn::tensor::TensorData;
+    const G: usize = 8;
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = || {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let s = imgsz as f64;
+    let mut boxes = Vec::with_capacity(batch * G * 4);
+    let mut labels = Vec::with_capacity(batch * G);
+    for _ in 0..batch * G {
+        let (w, h) = ((0.05 + 0.4 * next()) * s, (0.05 + 0.4 * next()) * s);
+        let (x, y) = (next() * (s - w), next() * (s - h));
+        boxes.extend([x, y, x + w, y + h].map(|v| v as f32));
+        labels.push(((next() * nc as f64) as i64).min(nc as i64 - 1));
+    }
+    yolo26_train::GtBoxes {
+        bboxes: Tensor::from_data(TensorData::new(boxes, [batch, G, 4]), device),
+        labels: Tensor::from_data(TensorData::new(labels, [batch, G]), device),
+        mask: Tensor::ones([batch, G], device),
+    }
+}
+
+/// Runs `yolo26 bench`.
+pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    args.check()?;
+    let device = args.device.clone();
+    if args.train {
+        dispatch_train(&device, args)
+    } else {
+        dispatch(&device, args)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::backend::{flex::FlexDevice, Autodiff, Flex};
+
+    fn args(batch: Vec<usize>, train: bool) -> BenchArgs {
+        BenchArgs {
+            model: Scale::N,
+            weights: None,
+            device: "cpu".into(),
+            batch,
+            imgsz: 64,
+            half: false,
+            warmup: 0,
+            runs: 2,
+            train,
+            json: true,
+        }
+    }
+
+    fn check_rows(a: &BenchArgs, rows: &[Row]) {
+        assert_eq!(rows.iter().map(|r| r.batch).collect::<Vec<_>>(), a.batch);
+        for r in rows {
+            assert!(
+                r.first_call_ms > 0.0 && r.min_ms > 0.0 && r.min_ms <= r.median_ms,
+                "{}",
+                serde_json::to_string(r).unwrap()
+            );
+            assert!((r.images_per_s - r.batch as f64 / r.median_ms * 1e3).abs() < 1e-9);
+            assert_eq!((r.runs, r.imgsz, r.memory_reserved_bytes), (2, 64, None));
+        }
+    }
+
+    #[test]
+    fn inference_rows_per_batch() {
+        let a = args(vec![1, 2], false);
+        let mut rows = Vec::new();
+        bench_inference::<Flex>(&a, &FlexDevice, |r| {
+            rows.push(r);
+            Ok(())
+        })
+        .unwrap();
+        check_rows(&a, &rows);
+        assert_eq!(rows[0].mode, "inference");
+    }
+
+    #[test]
+    fn train_step_rows() {
+        let a = args(vec![2], true);
+        let mut rows = Vec::new();
+        bench_train::<Autodiff<Flex>>(&a, &FlexDevice, |r| {
+            rows.push(r);
+            Ok(())
+        })
+        .unwrap();
+        check_rows(&a, &rows);
+        assert_eq!(rows[0].mode, "train");
+    }
+
+    #[test]
+    fn bad_arguments_are_named() {
+        let msg = |a: BenchArgs| a.check().unwrap_err().to_string();
+        assert!(msg(args(vec![0], false)).contains("--batch"));
+        assert!(msg(BenchArgs { imgsz: 100, ..args(vec![1], false) }).contains("--imgsz 100"));
+        assert!(msg(BenchArgs { runs: 0, ..args(vec![1], false) }).contains("--runs"));
+        assert!(msg(BenchArgs { half: true, ..args(vec![1], true) }).contains("--half with --train"));
+        assert!(args(vec![1, 16], false).check().is_ok());
+    }
+}
