@@ -7,8 +7,9 @@
 //!
 //! | variant | what |
 //! |---|---|
-//! | `burn` | `burn::tensor::module::conv2d` on NCHW tensors: what the model runs today (default strategy `Direct`, which permutes NCHW→NHWC and back around the kernel) |
-//! | `direct` | `burn_cubecl::kernel::conv::conv_forward_nhwc(.., ConvStrategy::Direct)`: the same kernel on NHWC tensors, no permutes |
+//! | `burn` | `burn::tensor::module::conv2d` on NCHW tensors: what the model runs today (default strategy `Direct`, which permutes NCHW→NHWC and back around the kernel); for `--pass dgrad|wgrad` `conv_data_backward` / `conv_weight_backward` with `Direct`, what Burn's autodiff runs |
+//! | `direct` | `burn_cubecl::kernel::conv::conv_forward_nhwc(.., ConvStrategy::Direct)`: the same kernel on NHWC tensors, no permutes (forward only) |
+//! | `burn_gemm` | Burn's public NCHW entry points with `ConvStrategy::ImplicitGemm` (cmma; permutes around the kernel; Burn falls back to the direct kernel for groups != 1 and, in dgrad, stride != 1) |
 //! | `sync_cmma`, `sync_mma`, `async_cmma`, `async_mma`, `tma_cmma`, `tma_mma` | cubek-convolution's implicit GEMM (`launch_ref`, `Strategy::Inferred`), NHWC, groups = 1 only: the kernels Burn's autotune chooses among |
 //!
 //! A sample is `--runs` back-to-back calls and one device sync (per call = elapsed / runs); the median of 5 samples is
@@ -17,7 +18,11 @@
 //! of the best variant per conv.
 //!
 //!     python3 crates/bench/scripts/torch_convs.py --scales n,s --batches 1,64 --out convs.json
-//!     bench-conv --shapes convs.json --scales n --batches 1,64 --dtypes f32,f16 [--json out.jsonl]
+//!     bench-conv --shapes convs.json --scales n --batches 1,64 --dtypes f32,f16 [--pass fwd|dgrad|wgrad]
+//!         [--variants burn,sync_mma,…] [--json out.jsonl]
+//!
+//! `--pass dgrad` times the input gradient (`dy`, `w` → `dx`), `--pass wgrad` the weight gradient (`x`, `dy` → `dw`),
+//! with the same variants (cubek's backward-data kernels have no TMA path).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -28,7 +33,9 @@ use std::time::Instant;
 use burn::prelude::*;
 use burn::tensor::ops::ConvOptions;
 use burn::tensor::{DType, Distribution};
-use burn_cubecl::kernel::conv::{conv_forward_nhwc, ConvStrategy};
+use burn_cubecl::kernel::conv::{
+    conv_data_backward, conv_forward, conv_forward_nhwc, conv_weight_backward, ConvStrategy,
+};
 use burn_cubecl::ops::numeric::empty_device_dtype;
 use burn_cubecl::tensor::CubeTensor;
 use clap::Parser;
@@ -61,6 +68,9 @@ struct Args {
     /// Variants to run, comma-separated (default: all)
     #[arg(long)]
     variants: Option<String>,
+    /// Which pass: fwd (forward), dgrad (input gradient) or wgrad (weight gradient)
+    #[arg(long, default_value = "fwd")]
+    pass: String,
     /// Calls per timed sample
     #[arg(long, default_value_t = 20)]
     runs: usize,
@@ -133,7 +143,7 @@ const GEMMS: [(&str, ConvAlgorithm, AcceleratedTileKind); 6] = [
 ];
 
 fn variant_names() -> Vec<&'static str> {
-    let mut v = vec!["burn", "direct"];
+    let mut v = vec!["burn", "direct", "burn_gemm"];
     v.extend(GEMMS.iter().map(|g| g.0));
     v
 }
@@ -143,6 +153,8 @@ struct Inputs {
     nchw: (Tensor<Cube, 4>, Tensor<Cube, 4>),
     nhwc: (CubeTensor<R>, CubeTensor<R>),
     bias: Tensor<Cube, 1>,
+    /// The output gradient, NCHW and NHWC (backward passes).
+    dy: (Tensor<Cube, 4>, CubeTensor<R>),
 }
 
 fn inputs(c: &Conv, batch: usize, dtype: DType, dev: &burn::backend::cuda::CudaDevice) -> Inputs {
@@ -152,7 +164,10 @@ fn inputs(c: &Conv, batch: usize, dtype: DType, dev: &burn::backend::cuda::CudaD
     let bias = Tensor::<Cube, 1>::random([c.c_out], d, dev).cast(dtype);
     let x_nhwc = x.clone().permute([0, 2, 3, 1]).contiguous().into_primitive().tensor();
     let w_nhwc = w.clone().permute([0, 2, 3, 1]).contiguous().into_primitive().tensor();
-    Inputs { nchw: (x, w), nhwc: (x_nhwc, w_nhwc), bias }
+    let [oh, ow] = c.out_hw();
+    let dy = Tensor::<Cube, 4>::random([batch, c.c_out, oh, ow], d, dev).cast(dtype);
+    let dy_nhwc = dy.clone().permute([0, 2, 3, 1]).contiguous().into_primitive().tensor();
+    Inputs { nchw: (x, w), nhwc: (x_nhwc, w_nhwc), bias, dy: (dy, dy_nhwc) }
 }
 
 trait Contiguous {
@@ -166,28 +181,58 @@ impl Contiguous for Tensor<Cube, 4> {
     }
 }
 
-/// cubek's implicit-GEMM forward on NHWC tensors (what burn-cubecl's private `launch_convolution_forward` does).
-fn gemm_forward(
-    strategy: &Strategy,
-    c: &Conv,
-    x: &CubeTensor<R>,
-    w: &CubeTensor<R>,
-    b: &CubeTensor<R>,
-) -> Result<CubeTensor<R>, String> {
+/// Forward, input-gradient or weight-gradient pass.
+#[derive(Clone, Copy, PartialEq)]
+enum Pass {
+    Fwd,
+    Dgrad,
+    Wgrad,
+}
+
+/// cubek's implicit-GEMM kernels on NHWC tensors (what burn-cubecl's private `launch_convolution_forward`,
+/// `launch_backwards_data` and `launch_backwards_weight` do).
+fn gemm(strategy: &Strategy, pass: Pass, c: &Conv, inp: &Inputs) -> Result<CubeTensor<R>, String> {
+    let (x, w) = &inp.nhwc;
+    let dy = &inp.dy.1;
     let [oh, ow] = c.out_hw();
     let batch = x.meta.shape()[0];
-    let out = empty_device_dtype(x.client.clone(), x.device.clone(), [batch, oh, ow, c.c_out].into(), x.dtype);
-    let dtypes =
-        MatmulElems::from_globals(&MatmulGlobalElems { lhs: x.dtype.into(), rhs: w.dtype.into(), out: x.dtype.into() });
+    let shape: [usize; 4] = match pass {
+        Pass::Fwd => [batch, oh, ow, c.c_out],
+        Pass::Dgrad => [batch, c.h, c.w, c.c_in],
+        Pass::Wgrad => [c.c_out, c.k[0], c.k[1], c.c_in],
+    };
+    let out = empty_device_dtype(x.client.clone(), x.device.clone(), shape.into(), x.dtype);
+    let bind = |t: &CubeTensor<R>| InputBinding::new(t.clone().binding(), t.dtype.into());
+    let (lhs, rhs, inputs) = match pass {
+        Pass::Fwd => {
+            let b = inp.bias.clone().into_primitive().tensor();
+            let bias = Some(InputBinding::Normal(b.clone().binding(), b.dtype.into()));
+            (x, w, ConvolutionInputs::Forward { input: bind(x), weight: bind(w), bias, out: out.clone().binding() })
+        }
+        Pass::Dgrad => (
+            dy,
+            w,
+            ConvolutionInputs::BackwardData { out_grad: bind(dy), weights: bind(w), in_grad: out.clone().binding() },
+        ),
+        Pass::Wgrad => (
+            x,
+            dy,
+            ConvolutionInputs::BackwardWeight {
+                input: bind(x),
+                out_grad: bind(dy),
+                weight_grad: out.clone().binding(),
+            },
+        ),
+    };
+    let dtypes = MatmulElems::from_globals(&MatmulGlobalElems {
+        lhs: lhs.dtype.into(),
+        rhs: rhs.dtype.into(),
+        out: x.dtype.into(),
+    });
     launch_ref::<R, 2>(
         strategy,
         &x.client,
-        ConvolutionInputs::Forward {
-            input: InputBinding::new(x.clone().binding(), x.dtype.into()),
-            weight: InputBinding::new(w.clone().binding(), w.dtype.into()),
-            bias: Some(InputBinding::Normal(b.clone().binding(), b.dtype.into())),
-            out: out.clone().binding(),
-        },
+        inputs,
         ConvolutionArgs { stride: [c.stride; 2], padding: [c.pad; 2], dilation: [1, 1] },
         dtypes,
     )
@@ -195,29 +240,50 @@ fn gemm_forward(
     Ok(out)
 }
 
+/// Burn's public NCHW entry points (they permute to NHWC and back around the kernel).
+fn burn_pass(pass: Pass, strategy: ConvStrategy, c: &Conv, inp: &Inputs) -> Result<(), String> {
+    let (x, w) = inp.nchw.clone();
+    let dy = inp.dy.0.clone().into_primitive().tensor();
+    let (x, w) = (x.into_primitive().tensor(), w.into_primitive().tensor());
+    let r = match pass {
+        Pass::Fwd => conv_forward(x, w, Some(inp.bias.clone().into_primitive().tensor()), c.options(), strategy),
+        Pass::Dgrad => {
+            let shape = [x.meta.shape()[0], c.c_in, c.h, c.w];
+            conv_data_backward(dy, w, shape.into(), c.options(), strategy)
+        }
+        Pass::Wgrad => {
+            let shape = [c.c_out, c.c_in / c.groups, c.k[0], c.k[1]];
+            conv_weight_backward(x, dy, shape.into(), c.options(), strategy)
+        }
+    };
+    r.map(|_| ()).map_err(|e| format!("{e:?}"))
+}
+
 /// Runs one call of `variant`; `Err` when the variant does not apply or its launcher fails.
-fn call(variant: &str, c: &Conv, inp: &Inputs) -> Result<(), String> {
-    let bias_prim = || inp.bias.clone().into_primitive().tensor();
+fn call(variant: &str, pass: Pass, c: &Conv, inp: &Inputs) -> Result<(), String> {
     match variant {
-        "burn" => {
+        "burn" if pass == Pass::Fwd => {
             let (x, w) = inp.nchw.clone();
             let _ = burn::tensor::module::conv2d(x, w, Some(inp.bias.clone()), c.options());
             Ok(())
         }
-        "direct" => {
+        "burn" => burn_pass(pass, ConvStrategy::Direct, c, inp),
+        "burn_gemm" => burn_pass(pass, ConvStrategy::ImplicitGemm, c, inp),
+        "direct" if pass == Pass::Fwd => {
             let (x, w) = inp.nhwc.clone();
-            conv_forward_nhwc(x, w, Some(bias_prim()), c.options(), ConvStrategy::Direct)
+            let b = inp.bias.clone().into_primitive().tensor();
+            conv_forward_nhwc(x, w, Some(b), c.options(), ConvStrategy::Direct)
                 .map(|_| ())
                 .map_err(|e| format!("{e:?}"))
         }
+        "direct" => Err("forward only".into()),
         name => {
             let &(_, algorithm, tile_kind) =
                 GEMMS.iter().find(|g| g.0 == name).ok_or_else(|| format!("unknown variant {name}"))?;
             if c.groups != 1 {
                 return Err("groups != 1".into());
             }
-            let (x, w) = &inp.nhwc;
-            gemm_forward(&Strategy::Inferred { algorithm, tile_kind }, c, x, w, &bias_prim()).map(|_| ())
+            gemm(&Strategy::Inferred { algorithm, tile_kind }, pass, c, inp).map(|_| ())
         }
     }
 }
@@ -225,13 +291,14 @@ fn call(variant: &str, c: &Conv, inp: &Inputs) -> Result<(), String> {
 /// Median per-call µs of `variant`, or why it did not run.
 fn time(
     variant: &str,
+    pass: Pass,
     c: &Conv,
     inp: &Inputs,
     runs: usize,
     dev: &burn::backend::cuda::CudaDevice,
 ) -> Result<f64, String> {
     let once = || -> Result<(), String> {
-        match catch_unwind(AssertUnwindSafe(|| call(variant, c, inp))) {
+        match catch_unwind(AssertUnwindSafe(|| call(variant, pass, c, inp))) {
             Ok(r) => r,
             Err(p) => Err(p
                 .downcast_ref::<String>()
@@ -294,6 +361,12 @@ fn run(args: &Args) -> Result<(), String> {
         Some(p) => Some(std::fs::File::create(p).map_err(|e| format!("{}: {e}", p.display()))?),
         None => None,
     };
+    let pass = match args.pass.as_str() {
+        "fwd" => Pass::Fwd,
+        "dgrad" => Pass::Dgrad,
+        "wgrad" => Pass::Wgrad,
+        other => return Err(format!("--pass {other}: expected fwd, dgrad or wgrad")),
+    };
     let dev = burn::backend::cuda::CudaDevice::new(0);
     for scale in list(&args.scales) {
         let rows =
@@ -307,7 +380,13 @@ fn run(args: &Args) -> Result<(), String> {
                     "f16" => (DType::F16, &["fp16", "fp16_cl"]),
                     other => return Err(format!("bad dtype '{other}' (f32, f16)")),
                 };
-                println!("\n== yolo26{scale} batch {batch} {dt}: µs per call (cuDNN: {})", ref_cfgs.join(", "));
+                // the shapes file holds cuDNN's forward times only
+                let ref_cfgs: &[&str] = if pass == Pass::Fwd { ref_cfgs } else { &[] };
+                println!(
+                    "\n== yolo26{scale} {} batch {batch} {dt}: µs per call (cuDNN forward: {})",
+                    args.pass,
+                    ref_cfgs.join(", ")
+                );
                 print!("{:>3} {:>3} {:<34} {:>8}", "id", "n", "conv", "GFLOP");
                 for v in &variants {
                     print!(" {v:>10}");
@@ -324,7 +403,7 @@ fn run(args: &Args) -> Result<(), String> {
                     print!("{:>3} {:>3} {:<34} {:>8.3}", c.id, c.count, c.label(), c.gflop(batch));
                     let mut best = f64::INFINITY;
                     for (i, v) in variants.iter().enumerate() {
-                        let r = time(v, c, &inp, args.runs, &dev);
+                        let r = time(v, pass, c, &inp, args.runs, &dev);
                         match &r {
                             Ok(us) => {
                                 print!(" {us:>10.1}");
@@ -338,7 +417,7 @@ fn run(args: &Args) -> Result<(), String> {
                         }
                         if let Some(f) = json.as_mut() {
                             let line = serde_json::json!({"scale": scale, "id": c.id, "batch": batch, "dtype": dt,
-                                "variant": v, "us": r.as_ref().ok(), "error": r.as_ref().err()});
+                                "variant": v, "pass": args.pass, "us": r.as_ref().ok(), "error": r.as_ref().err()});
                             writeln!(f, "{line}").map_err(|e| format!("--json: {e}"))?;
                         }
                     }
