@@ -30,38 +30,15 @@ pub fn tflops(flops: f64, us: f64) -> f64 {
 pub mod loss_inputs {
     use burn::backend::Autodiff;
     use burn::prelude::*;
-    use burn::tensor::{Distribution, TensorData};
+    use burn::tensor::Distribution;
     use yolo26_model::nn::head::HeadOutput;
     use yolo26_model::postprocess::Anchors;
     use yolo26_train::GtBoxes;
 
-    /// xorshift64*: deterministic host values for the ground truth.
-    pub struct Rng(pub u64);
-    impl Rng {
-        pub fn uniform(&mut self) -> f32 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 40) as f32 / (1u64 << 24) as f32
-        }
-    }
-
-    /// `g` boxes per image, sides 8–320 px, inside the image; random classes.
+    /// `g` boxes per image, sides 8–320 px, inside the image; random classes
+    /// ([`yolo26_train::step::random_targets`]).
     pub fn ground_truth<B: Backend>(b: usize, g: usize, imgsz: usize, nc: usize, dev: &B::Device) -> GtBoxes<B> {
-        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-        let s = imgsz as f32;
-        let (mut boxes, mut labels) = (Vec::with_capacity(b * g * 4), Vec::with_capacity(b * g));
-        for _ in 0..b * g {
-            let (w, h) = (8.0 + 312.0 * rng.uniform(), 8.0 + 312.0 * rng.uniform());
-            let (x, y) = (rng.uniform() * (s - w), rng.uniform() * (s - h));
-            boxes.extend([x, y, x + w, y + h]);
-            labels.push(((rng.uniform() * nc as f32) as i64).min(nc as i64 - 1));
-        }
-        GtBoxes {
-            bboxes: Tensor::from_data(TensorData::new(boxes, [b, g, 4]), dev),
-            labels: Tensor::from_data(TensorData::new(labels, [b, g]), dev),
-            mask: Tensor::ones([b, g], dev),
-        }
+        yolo26_train::step::random_targets(b, g, imgsz, nc, (8.0, 320.0), dev)
     }
 
     /// Raw head outputs as `Detect` returns them: LTRB distances in grid units (0–6) and class logits.

@@ -114,15 +114,16 @@ impl BenchArgs {
         Ok(())
     }
 
-    fn header(&self, device: &str) {
+    fn header(&self) {
         if !self.json {
             let what = if self.train { "training step" } else { "inference" };
             let dtype = if self.half { "f16" } else { "f32" };
             println!(
-                "yolo26{} {what}, {}x{} input, {dtype}, --device {device}, median of {} runs after {} warm-up",
+                "yolo26{} {what}, {}x{} input, {dtype}, --device {}, median of {} runs after {} warm-up",
                 self.model.letter(),
                 self.imgsz,
                 self.imgsz,
+                self.device,
                 self.runs,
                 self.warmup
             );
@@ -192,7 +193,7 @@ fn sync<B: Backend>(device: &B::Device) -> anyhow::Result<()> {
 
 impl Job for BenchArgs {
     fn run<B: yolo26_model::YoloBackend>(self, device: B::Device) -> anyhow::Result<()> {
-        self.header(&self.device);
+        self.header();
         bench_inference::<B>(&self, &device, |row| self.emit(&row))
     }
 }
@@ -231,7 +232,7 @@ impl TrainJob for BenchArgs {
         AB: burn::tensor::backend::AutodiffBackend + yolo26_train::TrainBackend,
         AB::InnerBackend: yolo26_model::YoloBackend,
     {
-        self.header(&self.device);
+        self.header();
         bench_train::<AB>(&self, &device, |row| self.emit(&row))
     }
 }
@@ -251,7 +252,7 @@ where
     use burn::optim::GradientsParams;
     use yolo26_train::optim::{accumulate_grads, Optimizer, OptimizerChoice};
     use yolo26_train::params::set_trainable;
-    use yolo26_train::step::train_forward;
+    use yolo26_train::step::{random_targets, train_forward};
     use yolo26_train::trainer::init_detect_bias;
     use yolo26_train::{E2ELoss, LossGains};
 
@@ -265,7 +266,9 @@ where
         AB::memory_cleanup(device);
         let images =
             Tensor::<AB, 4>::random([batch, 3, args.imgsz, args.imgsz], Distribution::Uniform(0.0, 1.0), device);
-        let gt = random_boxes::<AB>(batch, args.imgsz, nc, device);
+        // 8 boxes per image (COCO averages 7.3), sides 5–45% of the image, as torch_bench.py draws them
+        let side = (0.05 * args.imgsz as f32, 0.45 * args.imgsz as f32);
+        let gt = random_targets::<AB>(batch, 8, args.imgsz, nc, side, device);
         let (first, times) = time_calls(args, || {
             let m = model.take().context("the model was lost in an earlier step")?;
             let out = train_forward(&m, &loss, images.clone(), &gt);
@@ -279,33 +282,6 @@ where
         emit(row(args, batch, first, &times, memory_reserved(device)))?;
     }
     Ok(())
-}
-
-/// Fixed pseudo-random ground truth: 8 boxes per image (ultralytics' COCO average is 7.3), sides 5–45% of the image.
-fn random_boxes<B: Backend>(batch: usize, imgsz: usize, nc: usize, device: &B::Device) -> yolo26_train::GtBoxes<B> {
-    use burn::tensor::TensorData;
-    const G: usize = 8;
-    let mut state = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = || {
-        state ^= state >> 12;
-        state ^= state << 25;
-        state ^= state >> 27;
-        (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
-    };
-    let s = imgsz as f64;
-    let mut boxes = Vec::with_capacity(batch * G * 4);
-    let mut labels = Vec::with_capacity(batch * G);
-    for _ in 0..batch * G {
-        let (w, h) = ((0.05 + 0.4 * next()) * s, (0.05 + 0.4 * next()) * s);
-        let (x, y) = (next() * (s - w), next() * (s - h));
-        boxes.extend([x, y, x + w, y + h].map(|v| v as f32));
-        labels.push(((next() * nc as f64) as i64).min(nc as i64 - 1));
-    }
-    yolo26_train::GtBoxes {
-        bboxes: Tensor::from_data(TensorData::new(boxes, [batch, G, 4]), device),
-        labels: Tensor::from_data(TensorData::new(labels, [batch, G]), device),
-        mask: Tensor::ones([batch, G], device),
-    }
 }
 
 /// Runs `yolo26 bench`.
@@ -352,29 +328,28 @@ mod tests {
         }
     }
 
+    /// The rows `bench` hands out for `a`.
+    fn rows(a: &BenchArgs, bench: impl FnOnce(&mut dyn FnMut(Row) -> anyhow::Result<()>)) -> Vec<Row> {
+        let mut rows = Vec::new();
+        bench(&mut |r| {
+            rows.push(r);
+            Ok(())
+        });
+        check_rows(a, &rows);
+        rows
+    }
+
     #[test]
     fn inference_rows_per_batch() {
         let a = args(vec![1, 2], false);
-        let mut rows = Vec::new();
-        bench_inference::<Flex>(&a, &FlexDevice, |r| {
-            rows.push(r);
-            Ok(())
-        })
-        .unwrap();
-        check_rows(&a, &rows);
+        let rows = rows(&a, |emit| bench_inference::<Flex>(&a, &FlexDevice, emit).unwrap());
         assert_eq!(rows[0].mode, "inference");
     }
 
     #[test]
     fn train_step_rows() {
         let a = args(vec![2], true);
-        let mut rows = Vec::new();
-        bench_train::<Autodiff<Flex>>(&a, &FlexDevice, |r| {
-            rows.push(r);
-            Ok(())
-        })
-        .unwrap();
-        check_rows(&a, &rows);
+        let rows = rows(&a, |emit| bench_train::<Autodiff<Flex>>(&a, &FlexDevice, emit).unwrap());
         assert_eq!(rows[0].mode, "train");
     }
 

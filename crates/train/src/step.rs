@@ -49,6 +49,40 @@ pub fn batch_targets<B: Backend>(batch: &Batch, device: &B::Device) -> GtBoxes<B
     }
 }
 
+/// Fixed pseudo-random ground truth for benchmarks: `per_image` boxes per image (xyxy input pixels, inside the
+/// `imgsz` square) with sides drawn uniformly in `[side.0, side.1]` px, random classes, no padding. The draws come
+/// from a fixed xorshift64* stream, so every call gives the same boxes.
+pub fn random_targets<B: Backend>(
+    batch: usize,
+    per_image: usize,
+    imgsz: usize,
+    nc: usize,
+    side: (f32, f32),
+    device: &B::Device,
+) -> GtBoxes<B> {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut uniform = || {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        (state.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 40) as f32 / (1u64 << 24) as f32
+    };
+    let s = imgsz as f32;
+    let (lo, span) = (side.0.min(s), (side.1.min(s) - side.0.min(s)).max(0.0));
+    let (mut boxes, mut labels) = (Vec::with_capacity(batch * per_image * 4), Vec::with_capacity(batch * per_image));
+    for _ in 0..batch * per_image {
+        let (w, h) = (lo + span * uniform(), lo + span * uniform());
+        let (x, y) = (uniform() * (s - w), uniform() * (s - h));
+        boxes.extend([x, y, x + w, y + h]);
+        labels.push(((uniform() * nc as f32) as i64).min(nc as i64 - 1));
+    }
+    GtBoxes {
+        bboxes: Tensor::from_data(TensorData::new(boxes, [batch, per_image, 4]), device),
+        labels: Tensor::from_data(TensorData::new(labels, [batch, per_image]), device),
+        mask: Tensor::ones([batch, per_image], device),
+    }
+}
+
 /// Training forward and loss: `model(img)` with both heads (the one-to-one head on detached features) and
 /// `E2ELoss` with the weights `loss` carries for the current epoch.
 pub fn train_forward<B: TrainBackend>(

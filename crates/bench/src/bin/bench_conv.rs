@@ -36,6 +36,7 @@ use burn::tensor::{DType, Distribution};
 use burn_cubecl::kernel::conv::{
     conv_data_backward, conv_forward, conv_forward_nhwc, conv_weight_backward, ConvStrategy,
 };
+use burn_cubecl::kernel::into_contiguous;
 use burn_cubecl::ops::numeric::empty_device_dtype;
 use burn_cubecl::tensor::CubeTensor;
 use clap::Parser;
@@ -157,28 +158,22 @@ struct Inputs {
     dy: (Tensor<Cube, 4>, CubeTensor<R>),
 }
 
+/// A dense NHWC copy of an NCHW tensor.
+fn nhwc(t: Tensor<Cube, 4>) -> CubeTensor<R> {
+    into_contiguous(t.permute([0, 2, 3, 1]).into_primitive().tensor())
+}
+
 fn inputs(c: &Conv, batch: usize, dtype: DType, dev: &burn::backend::cuda::CudaDevice) -> Inputs {
     let d = Distribution::Normal(0.0, 1.0);
     let x = Tensor::<Cube, 4>::random([batch, c.c_in, c.h, c.w], d, dev).cast(dtype);
     let w = Tensor::<Cube, 4>::random([c.c_out, c.c_in / c.groups, c.k[0], c.k[1]], d, dev).cast(dtype);
     let bias = Tensor::<Cube, 1>::random([c.c_out], d, dev).cast(dtype);
-    let x_nhwc = x.clone().permute([0, 2, 3, 1]).contiguous().into_primitive().tensor();
-    let w_nhwc = w.clone().permute([0, 2, 3, 1]).contiguous().into_primitive().tensor();
+    let x_nhwc = nhwc(x.clone());
+    let w_nhwc = nhwc(w.clone());
     let [oh, ow] = c.out_hw();
     let dy = Tensor::<Cube, 4>::random([batch, c.c_out, oh, ow], d, dev).cast(dtype);
-    let dy_nhwc = dy.clone().permute([0, 2, 3, 1]).contiguous().into_primitive().tensor();
+    let dy_nhwc = nhwc(dy.clone());
     Inputs { nchw: (x, w), nhwc: (x_nhwc, w_nhwc), bias, dy: (dy, dy_nhwc) }
-}
-
-trait Contiguous {
-    fn contiguous(self) -> Self;
-}
-
-impl Contiguous for Tensor<Cube, 4> {
-    /// A row-major copy (a permuted view made dense by an elementwise op).
-    fn contiguous(self) -> Self {
-        self.mul_scalar(1.0)
-    }
 }
 
 /// Forward, input-gradient or weight-gradient pass.
