@@ -172,11 +172,12 @@ fn folded_model_matches_unfolded() {
     let fx = HashFixture::load(Scale::N);
     let dev = Default::default();
     let m = model::<Flex>(&fx, &dev);
-    // single layers: a strided conv, a depthwise conv (attention pe), a 1x1 conv without activation
+    // single layers (NHWC inputs): a strided conv, a depthwise conv (attention pe), a 1x1 conv without activation
     let x = fx.tensor::<Flex, 4>("input", &dev);
     let l0 = m.layer0.clone();
-    check("fold layer0", &host(l0.clone().fold_bn().forward(x.clone())), &host(l0.forward(x.clone())), 2e-5);
-    let x22 = fx.tensor::<Flex, 4>("layer22", &dev).narrow(1, 0, 128);
+    let xn = x.clone().permute([0, 2, 3, 1]);
+    check("fold layer0", &host(l0.clone().fold_bn().forward(xn.clone())), &host(l0.forward(xn)), 2e-5);
+    let x22 = fx.tensor::<Flex, 4>("layer22", &dev).narrow(1, 0, 128).permute([0, 2, 3, 1]);
     let attn = match &m.layer22.m[0] {
         yolo26_model::nn::blocks::C3k2Block::Attn(b) => b.i1.attn.clone(),
         _ => unreachable!("layer 22 is the attention C3k2"),

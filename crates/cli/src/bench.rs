@@ -23,6 +23,7 @@ use clap::Args;
 use serde::Serialize;
 use yolo26_model::detector::load_model;
 use yolo26_model::names::default_names;
+use yolo26_model::nn::conv::ConvMath;
 use yolo26_model::weights::read_weights;
 use yolo26_model::{DecodeMode, Detector, DetectorOptions, Scale, Yolo26Config};
 
@@ -45,9 +46,12 @@ pub struct BenchArgs {
     /// Square input size, a multiple of 32.
     #[arg(long, default_value_t = 640)]
     pub imgsz: usize,
-    /// Inference in f16 (parameters and activations), as `predict --half`.
+    /// Inference in f16 (parameters and activations) on tensor cores, as `predict --half`.
     #[arg(long)]
     pub half: bool,
+    /// f32 storage, convolutions on TF32 tensor cores (PyTorch's cuDNN default); GPU backends.
+    #[arg(long)]
+    pub tf32: bool,
     /// Untimed calls after the first one.
     #[arg(long, default_value_t = 10)]
     pub warmup: usize,
@@ -81,6 +85,21 @@ struct Row {
 }
 
 impl BenchArgs {
+    /// The storage / arithmetic label of the rows.
+    fn dtype(&self) -> &'static str {
+        match (self.half, self.tf32) {
+            (true, _) => "f16",
+            (false, true) => "tf32",
+            (false, false) => "f32",
+        }
+    }
+
+    /// Sets the convolutions' arithmetic for this run (`--half`, `--tf32`: tensor cores).
+    fn set_math(&self) {
+        let fast = self.half || self.tf32;
+        yolo26_model::nn::conv::set_conv_math(if fast { ConvMath::Fast } else { ConvMath::Exact });
+    }
+
     fn check(&self) -> anyhow::Result<()> {
         if self.batch.is_empty() || self.batch.contains(&0) {
             bail!("--batch: give one or more positive batch sizes, e.g. 1,16,64");
@@ -90,6 +109,9 @@ impl BenchArgs {
         }
         if self.runs == 0 {
             bail!("--runs must be at least 1");
+        }
+        if self.half && self.tf32 {
+            bail!("--half and --tf32: pick one (f16 storage already runs on tensor cores)");
         }
         if self.train && self.half {
             bail!("--half with --train: training runs in f32 (mixed-precision training is not implemented)");
@@ -117,7 +139,7 @@ impl BenchArgs {
     fn header(&self) {
         if !self.json {
             let what = if self.train { "training step" } else { "inference" };
-            let dtype = if self.half { "f16" } else { "f32" };
+            let dtype = self.dtype();
             println!(
                 "yolo26{} {what}, {}x{} input, {dtype}, --device {}, median of {} runs after {} warm-up",
                 self.model.letter(),
@@ -159,7 +181,7 @@ fn row(args: &BenchArgs, batch: usize, first: f64, times: &[f64], mem: Option<u6
         model: format!("yolo26{}", args.model.letter()),
         mode: if args.train { "train" } else { "inference" },
         device: args.device.clone(),
-        dtype: if args.half { "f16" } else { "f32" },
+        dtype: args.dtype(),
         batch,
         imgsz: args.imgsz,
         first_call_ms: first,
@@ -193,6 +215,7 @@ fn sync<B: Backend>(device: &B::Device) -> anyhow::Result<()> {
 
 impl Job for BenchArgs {
     fn run<B: yolo26_model::YoloBackend>(self, device: B::Device) -> anyhow::Result<()> {
+        self.set_math();
         self.header();
         bench_inference::<B>(&self, &device, |row| self.emit(&row))
     }
@@ -232,6 +255,7 @@ impl TrainJob for BenchArgs {
         AB: burn::tensor::backend::AutodiffBackend + yolo26_train::TrainBackend,
         AB::InnerBackend: yolo26_model::YoloBackend,
     {
+        self.set_math();
         self.header();
         bench_train::<AB>(&self, &device, |row| self.emit(&row))
     }
@@ -308,6 +332,7 @@ mod tests {
             batch,
             imgsz: 64,
             half: false,
+            tf32: false,
             warmup: 0,
             runs: 2,
             train,

@@ -97,6 +97,12 @@ fn list_sources(src: &Path) -> anyhow::Result<Vec<PathBuf>> {
 
 impl Job for PredictArgs {
     fn run<B: yolo26_model::YoloBackend>(self, device: B::Device) -> anyhow::Result<()> {
+        // --half: f16 storage on tensor cores (exact f32 otherwise)
+        yolo26_model::nn::conv::set_conv_math(if self.half {
+            yolo26_model::nn::conv::ConvMath::Fast
+        } else {
+            yolo26_model::nn::conv::ConvMath::Exact
+        });
         let sources = list_sources(&self.source)?;
         let names = self.names.as_deref().map(read_names).transpose().map_err(anyhow::Error::msg)?;
         let opts = DetectorOptions {

@@ -86,6 +86,12 @@ pub fn increment_path(p: &Path, exist_ok: bool) -> PathBuf {
 
 impl Job for ValArgs {
     fn run<B: yolo26_model::YoloBackend>(self, device: B::Device) -> anyhow::Result<()> {
+        // --half: f16 storage on tensor cores (exact f32 otherwise)
+        yolo26_model::nn::conv::set_conv_math(if self.half {
+            yolo26_model::nn::conv::ConvMath::Fast
+        } else {
+            yolo26_model::nn::conv::ConvMath::Exact
+        });
         let split = match self.split.as_str() {
             "val" => Split::Val,
             "test" => Split::Test,

@@ -23,6 +23,7 @@ pub mod bce;
 pub mod bce_onehot;
 pub mod branch_loss;
 pub mod ciou;
+pub mod conv;
 pub(crate) mod cube_util;
 pub mod decode;
 pub mod fusion_util;

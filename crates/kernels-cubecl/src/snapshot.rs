@@ -158,6 +158,7 @@ pub fn kernels() -> Vec<(&'static str, KernelDefinition)> {
         crate::psa::kernels::snapshot(),
         crate::decode::kernels::snapshot(),
         crate::ciou::kernels::snapshot(),
+        crate::conv::kernels::snapshot(),
         crate::bce::kernels::snapshot(),
         crate::bce_onehot::kernels::snapshot(),
         crate::topk::kernels::snapshot(),

@@ -93,7 +93,7 @@ pub fn train_forward<B: TrainBackend>(
 ) -> E2ELossOutput<B> {
     let device = images.device();
     let feats = model.forward_features(images);
-    let shapes: Vec<[usize; 2]> = feats.iter().map(|f| [f.dims()[2], f.dims()[3]]).collect();
+    let shapes = yolo26_model::nn::head::feature_shapes(&feats);
     let head = &model.layer23;
     let o2m = head.forward_one2many(&feats);
     let detached: Vec<_> = feats.iter().map(|f| f.clone().detach()).collect();

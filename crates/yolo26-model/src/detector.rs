@@ -276,7 +276,7 @@ impl<B: YoloBackend> Detector<B> {
     pub fn infer_device(&self, x: Tensor<B, 4>) -> Tensor<B, 3> {
         let x = if self.opts.half { x.cast(DType::F16) } else { x };
         let feats = self.model.forward_features(x);
-        let shapes: Vec<[usize; 2]> = feats.iter().map(|f| [f.dims()[2], f.dims()[3]]).collect();
+        let shapes = crate::nn::head::feature_shapes(&feats);
         let anchors = self.anchors_for(&shapes);
         match self.opts.mode {
             DecodeMode::EndToEnd => {

@@ -1,7 +1,7 @@
 //! YOLO26 (ultralytics 8.4 `yolo26.yaml`, scales n/s/m/l/x) as Burn modules, with weight import/export,
 //! pre/post-processing and a [`detector::Detector`] API.
 //!
-//! Tensors are NCHW (`[B, C, H, W]`), images RGB in `[0, 1]`, as in ultralytics.
+//! Images are NCHW (`[B, 3, H, W]`), RGB in `[0, 1]`, as in ultralytics; inside, the network runs NHWC.
 
 #![warn(missing_docs)]
 

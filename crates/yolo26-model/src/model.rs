@@ -2,8 +2,11 @@
 //!
 //! Field `layerN` is ultralytics' `model.N` (the yaml row), so a weight `model.13.cv1.conv.weight` lives at
 //! `layer13.cv1.conv.weight` (see `crate::load` for the full naming rule).
+//!
+//! The network runs NHWC (`[B, H, W, C]`, PyTorch's `channels_last`): the image batch `[B, 3, H, W]` is permuted
+//! once on entry, every convolution reads and writes channels-last, and concatenations are along axis 3. The head
+//! gives ultralytics' layouts (`[B, 4, A]`, `[B, nc, A]`).
 
-use burn::nn::interpolate::{Interpolate2d, Interpolate2dConfig, InterpolateMode};
 use burn::prelude::*;
 
 use crate::config::Yolo26Config;
@@ -53,13 +56,20 @@ pub struct Yolo26<B: Backend> {
     pub layer22: C3k2<B>,
     /// Row 23: `Detect(nc, [16, 19, 22])`.
     pub layer23: Detect<B>,
-    /// Rows 11 and 14: `nn.Upsample(None, 2, "nearest")`.
-    pub upsample: Interpolate2d,
+}
+
+/// Rows 11 and 14, `nn.Upsample(None, 2, "nearest")` on NHWC: `[B, H, W, C]` → `[B, 2H, 2W, C]` (each pixel
+/// repeated 2×2: one broadcast copy).
+pub fn upsample2x_nhwc<B: Backend>(x: Tensor<B, 4>) -> Tensor<B, 4> {
+    let [b, h, w, c] = x.dims();
+    let x: Tensor<B, 6> = x.reshape([b, h, 1, w, 1, c]);
+    x.expand([b, h, 2, w, 2, c]).reshape([b, 2 * h, 2 * w, c])
 }
 
 /// Every intermediate output the ultralytics reference saves (index = yaml row).
 pub struct Yolo26Trace<B: Backend> {
-    /// Output of yaml rows 0–22, `[B, C, H, W]` each (all `Some` after [`Yolo26::forward_trace`]).
+    /// Output of yaml rows 0–22, `[B, C, H, W]` each (NCHW views of the NHWC activations; all `Some` after
+    /// [`Yolo26::forward_trace`]).
     pub layers: Vec<Option<Tensor<B, 4>>>,
     /// Output of row 23, the Detect head.
     pub head: DetectOutput<B>,
@@ -102,10 +112,6 @@ impl Yolo26Config {
             layer20: conv(c19, c20),
             layer22: C3k2Config::new(c20 + c9, c22).with_n(1).with_c3k(true).with_attn(true).init(device),
             layer23: DetectConfig::new(self.nc, vec![c16, c19, c22]).init(device),
-            upsample: Interpolate2dConfig::new()
-                .with_scale_factor(Some([2.0, 2.0]))
-                .with_mode(InterpolateMode::Nearest)
-                .init(),
         }
     }
 }
@@ -122,10 +128,10 @@ impl<B: Backend> Tap<B> {
         Tap(Some(vec![None; 23]))
     }
 
-    /// Passes `t`, the output of yaml row `row`, on, keeping a copy when tracing.
+    /// Passes `t` (NHWC), the output of yaml row `row`, on, keeping an NCHW view when tracing.
     fn row(&mut self, row: usize, t: Tensor<B, 4>) -> Tensor<B, 4> {
         if let Some(layers) = &mut self.0 {
-            layers[row] = Some(t.clone());
+            layers[row] = Some(t.clone().permute([0, 3, 1, 2]));
         }
         t
     }
@@ -139,7 +145,7 @@ impl<B: Backend> Yolo26<B> {
 }
 
 impl<B: crate::YoloBackend> Yolo26<B> {
-    /// Backbone, yaml rows 0–10: `[B, 3, H, W]` → P3/8 (row 4), P4/16 (row 6), P5/32 (row 10).
+    /// Backbone, yaml rows 0–10: `[B, H, W, 3]` → P3/8 (row 4), P4/16 (row 6), P5/32 (row 10), NHWC.
     fn backbone(&self, x: Tensor<B, 4>, t: &mut Tap<B>) -> [Tensor<B, 4>; 3] {
         let x = t.row(0, self.layer0.forward(x)); // Conv [64, 3, 2], P1/2
         let x = t.row(1, self.layer1.forward(x)); // Conv [128, 3, 2], P2/4
@@ -158,25 +164,26 @@ impl<B: crate::YoloBackend> Yolo26<B> {
     /// Neck, yaml rows 11–22: top-down then bottom-up over the backbone's P3, P4, P5 → the Detect inputs
     /// (rows 16, 19, 22) at the same strides.
     fn neck(&self, [p3, p4, p5]: [Tensor<B, 4>; 3], t: &mut Tap<B>) -> [Tensor<B, 4>; 3] {
-        let x = t.row(11, self.upsample.forward(p5.clone())); // nn.Upsample [None, 2, "nearest"]
-        let x = t.row(12, Tensor::cat(vec![x, p4], 1)); // Concat [-1, 6], cat backbone P4
+        let x = t.row(11, upsample2x_nhwc(p5.clone())); // nn.Upsample [None, 2, "nearest"]
+        let x = t.row(12, Tensor::cat(vec![x, p4], 3)); // Concat [-1, 6], cat backbone P4
         let h13 = t.row(13, self.layer13.forward(x)); // C3k2 [512, True]
-        let x = t.row(14, self.upsample.forward(h13.clone())); // nn.Upsample [None, 2, "nearest"]
-        let x = t.row(15, Tensor::cat(vec![x, p3], 1)); // Concat [-1, 4], cat backbone P3
+        let x = t.row(14, upsample2x_nhwc(h13.clone())); // nn.Upsample [None, 2, "nearest"]
+        let x = t.row(15, Tensor::cat(vec![x, p3], 3)); // Concat [-1, 4], cat backbone P3
         let out_p3 = t.row(16, self.layer16.forward(x)); // C3k2 [256, True], P3/8-small
         let x = t.row(17, self.layer17.forward(out_p3.clone())); // Conv [256, 3, 2]
-        let x = t.row(18, Tensor::cat(vec![x, h13], 1)); // Concat [-1, 13], cat head P4
+        let x = t.row(18, Tensor::cat(vec![x, h13], 3)); // Concat [-1, 13], cat head P4
         let out_p4 = t.row(19, self.layer19.forward(x)); // C3k2 [512, True], P4/16-medium
         let x = t.row(20, self.layer20.forward(out_p4.clone())); // Conv [512, 3, 2]
-        let x = t.row(21, Tensor::cat(vec![x, p5], 1)); // Concat [-1, 10], cat head P5
+        let x = t.row(21, Tensor::cat(vec![x, p5], 3)); // Concat [-1, 10], cat head P5
         let out_p5 = t.row(22, self.layer22.forward(x)); // C3k2 [1024, True, 0.5, True], P5/32-large
         [out_p3, out_p4, out_p5]
     }
 
-    /// Backbone and neck only: `[B, 3, H, W]` → the three Detect inputs P3/8, P4/16, P5/32 (`[B, c, H/s, W/s]`).
+    /// Backbone and neck only: `[B, 3, H, W]` → the three Detect inputs P3/8, P4/16, P5/32, NHWC
+    /// (`[B, H/s, W/s, c]`; [`crate::nn::head::feature_shapes`] gives their `[h, w]`).
     pub fn forward_features(&self, x: Tensor<B, 4>) -> [Tensor<B, 4>; 3] {
         let mut t = Tap::off();
-        let feats = self.backbone(x, &mut t);
+        let feats = self.backbone(x.permute([0, 2, 3, 1]), &mut t);
         self.neck(feats, &mut t)
     }
 
@@ -189,7 +196,7 @@ impl<B: crate::YoloBackend> Yolo26<B> {
     /// Forward that also returns each yaml row's output (rows 0–22), for parity checks.
     pub fn forward_trace(&self, x: Tensor<B, 4>) -> Yolo26Trace<B> {
         let mut t = Tap::on();
-        let feats = self.backbone(x, &mut t);
+        let feats = self.backbone(x.permute([0, 2, 3, 1]), &mut t);
         let feats = self.neck(feats, &mut t);
         let head = self.layer23.forward(&feats);
         Yolo26Trace { layers: t.0.expect("tap on"), head }

@@ -10,6 +10,7 @@
 //! | `burn` | `burn::tensor::module::conv2d` on NCHW tensors: what the model runs today (default strategy `Direct`, which permutes NCHW→NHWC and back around the kernel); for `--pass dgrad|wgrad` `conv_data_backward` / `conv_weight_backward` with `Direct`, what Burn's autodiff runs |
 //! | `direct` | `burn_cubecl::kernel::conv::conv_forward_nhwc(.., ConvStrategy::Direct)`: the same kernel on NHWC tensors, no permutes (forward only) |
 //! | `burn_gemm` | Burn's public NCHW entry points with `ConvStrategy::ImplicitGemm` (cmma; permutes around the kernel; Burn falls back to the direct kernel for groups != 1 and, in dgrad, stride != 1) |
+//! | `ours`, `ours_fast` | this crate's `kernels_cubecl::conv` op on NHWC / OHWI tensors (`Conv2dBackend` on `CubeBackend`): the exact implicit GEMM / depthwise kernels, and `ConvMath::Fast` (cubek's tensor-core GEMM for forward and input gradient); the weight gradient includes the sum of its split-K partials |
 //! | `sync_cmma`, `sync_mma`, `async_cmma`, `async_mma`, `tma_cmma`, `tma_mma` | cubek-convolution's implicit GEMM (`launch_ref`, `Strategy::Inferred`), NHWC, groups = 1 only: the kernels Burn's autotune chooses among |
 //!
 //! A sample is `--runs` back-to-back calls and one device sync (per call = elapsed / runs); the median of 5 samples is
@@ -46,6 +47,7 @@ use cubek::convolution::{
 };
 use cubek::matmul::definition::{MatmulElems, MatmulGlobalElems};
 use cubek::std::InputBinding;
+use kernels_cubecl::conv::{Conv2dBackend, Conv2dSpec, ConvMath};
 use serde_json::Value;
 
 type R = CudaRuntime;
@@ -144,7 +146,7 @@ const GEMMS: [(&str, ConvAlgorithm, AcceleratedTileKind); 6] = [
 ];
 
 fn variant_names() -> Vec<&'static str> {
-    let mut v = vec!["burn", "direct", "burn_gemm"];
+    let mut v = vec!["burn", "direct", "burn_gemm", "ours", "ours_fast"];
     v.extend(GEMMS.iter().map(|g| g.0));
     v
 }
@@ -272,6 +274,18 @@ fn call(variant: &str, pass: Pass, c: &Conv, inp: &Inputs) -> Result<(), String>
                 .map_err(|e| format!("{e:?}"))
         }
         "direct" => Err("forward only".into()),
+        "ours" | "ours_fast" => {
+            let math = if variant == "ours" { ConvMath::Exact } else { ConvMath::Fast };
+            let spec = Conv2dSpec::new(c.stride, c.pad, c.groups).with_math(math);
+            let (x, w) = inp.nhwc.clone();
+            let dy = inp.dy.1.clone();
+            let _ = match pass {
+                Pass::Fwd => Cube::conv2d_nhwc(x, w, Some(inp.bias.clone().into_primitive().tensor()), spec),
+                Pass::Dgrad => Cube::conv2d_nhwc_backward_data(x, w, dy, spec),
+                Pass::Wgrad => Cube::conv2d_nhwc_backward_weight(x, w, dy, spec),
+            };
+            Ok(())
+        }
         name => {
             let &(_, algorithm, tile_kind) =
                 GEMMS.iter().find(|g| g.0 == name).ok_or_else(|| format!("unknown variant {name}"))?;

@@ -5,7 +5,8 @@
 //! `Attention(dim, num_heads, attn_ratio=0.5)`: `head_dim = dim / nh`, `key_dim = head_dim · attn_ratio`,
 //! `scale = key_dim^-1/2`. The `qkv` conv output `[B, nh·(2·kd + hd), H, W]` is viewed as `[B, nh, 2·kd + hd, N]`
 //! (per head interleaved `[q_h | k_h | v_h]`), `attn = softmax((q·scale)ᵀ k)` over keys, `x = v · attnᵀ`
-//! reshaped to `[B, dim, H, W]`, plus the depthwise positional conv `pe(v)`, then `proj`.
+//! reshaped to `[B, dim, H, W]`, plus the depthwise positional conv `pe(v)`, then `proj`. The blocks take and give
+//! NHWC tensors (`[B, H, W, C]`); the attention op works on NCHW views of the `qkv` output (P5/32: small).
 //!
 //! The attention itself (split, scaled softmax attention, reshapes back to NCHW) is one op,
 //! [`kernels_cubecl::psa::psa_attention`]: Flash Attention 2 kernels on CubeCL backends (no `N × N` matrix),
@@ -69,11 +70,12 @@ impl AttentionConfig {
 }
 
 impl<B: YoloBackend> Attention<B> {
-    /// `[B, dim, H, W] → [B, dim, H, W]`.
+    /// `[B, H, W, dim] → [B, H, W, dim]`.
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
-        let qkv = self.qkv.forward(x);
+        let qkv = self.qkv.forward(x).permute([0, 3, 1, 2]);
         // `attn` = (v @ softmax((q·scale)ᵀ k)ᵀ).view(B, C, H, W), `v` = v.reshape(B, C, H, W).
         let (attn, v) = psa_attention(qkv, self.num_heads, self.key_dim, self.scale as f32);
+        let (attn, v) = (attn.permute([0, 2, 3, 1]), v.permute([0, 2, 3, 1]));
         let pe = self.pe.forward(v);
         self.proj.forward(attn + pe)
     }
@@ -126,7 +128,7 @@ impl PsaBlockConfig {
 }
 
 impl<B: YoloBackend> PsaBlock<B> {
-    /// `[B, c, H, W] → [B, c, H, W]`.
+    /// `[B, H, W, c] → [B, H, W, c]`.
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
         let x = x.clone() + self.attn.forward(x);
         x.clone() + self.ffn.i1.forward(self.ffn.i0.forward(x))
@@ -175,14 +177,14 @@ impl C2PsaConfig {
 }
 
 impl<B: YoloBackend> C2Psa<B> {
-    /// `[B, c1, H, W] → [B, c1, H, W]`.
+    /// `[B, H, W, c1] → [B, H, W, c1]`.
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
         let y = self.cv1.forward(x);
-        let a = y.clone().narrow(1, 0, self.c);
-        let mut b = y.narrow(1, self.c, self.c);
+        let a = y.clone().narrow(3, 0, self.c);
+        let mut b = y.narrow(3, self.c, self.c);
         for blk in &self.m {
             b = blk.forward(b);
         }
-        self.cv2.forward(Tensor::cat(vec![a, b], 1))
+        self.cv2.forward(Tensor::cat(vec![a, b], 3))
     }
 }

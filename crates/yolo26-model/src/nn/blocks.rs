@@ -1,6 +1,7 @@
 //! Bottleneck, C3k, C3k2 (with its C3k and attention variants) and the YOLO26 SPPF.
 //!
-//! ultralytics: `nn/modules/block.py::{Bottleneck, C2f, C3, C3k, C3k2, SPPF}`. All tensors NCHW.
+//! ultralytics: `nn/modules/block.py::{Bottleneck, C2f, C3, C3k, C3k2, SPPF}`. All tensors NHWC (`[B, H, W, C]`):
+//! splits and concatenations are along axis 3.
 
 use burn::nn::pool::{MaxPool2d, MaxPool2dConfig};
 use burn::nn::PaddingConfig2d;
@@ -45,8 +46,8 @@ impl BottleneckConfig {
     }
 }
 
-impl<B: Backend> Bottleneck<B> {
-    /// `[B, c1, H, W] → [B, c2, H, W]`.
+impl<B: crate::YoloBackend> Bottleneck<B> {
+    /// `[B, H, W, c1] → [B, H, W, c2]`.
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
         let y = self.cv2.forward(self.cv1.forward(x.clone()));
         if self.add {
@@ -96,14 +97,14 @@ impl C3kConfig {
     }
 }
 
-impl<B: Backend> C3k<B> {
-    /// `[B, c1, H, W] → [B, c2, H, W]`.
+impl<B: crate::YoloBackend> C3k<B> {
+    /// `[B, H, W, c1] → [B, H, W, c2]`.
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
         let mut a = self.cv1.forward(x.clone());
         for b in &self.m {
             a = b.forward(a);
         }
-        self.cv3.forward(Tensor::cat(vec![a, self.cv2.forward(x)], 1))
+        self.cv3.forward(Tensor::cat(vec![a, self.cv2.forward(x)], 3))
     }
 }
 
@@ -130,7 +131,7 @@ pub enum C3k2Block<B: Backend> {
 }
 
 impl<B: crate::YoloBackend> C3k2Block<B> {
-    /// `[B, c, H, W] → [B, c, H, W]`.
+    /// `[B, H, W, c] → [B, H, W, c]`.
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
         match self {
             C3k2Block::Bottleneck(b) => b.forward(x),
@@ -208,15 +209,15 @@ impl C3k2Config {
 }
 
 impl<B: crate::YoloBackend> C3k2<B> {
-    /// `[B, c1, H, W] → [B, c2, H, W]`.
+    /// `[B, H, W, c1] → [B, H, W, c2]`.
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
         let y = self.cv1.forward(x);
-        let mut ys = y.chunk(2, 1);
+        let mut ys = y.chunk(2, 3);
         for block in &self.m {
             let last = ys.last().expect("chunk gives two tensors").clone();
             ys.push(block.forward(last));
         }
-        self.cv2.forward(Tensor::cat(ys, 1))
+        self.cv2.forward(Tensor::cat(ys, 3))
     }
 }
 
@@ -273,15 +274,15 @@ impl SppfConfig {
     }
 }
 
-impl<B: Backend> Sppf<B> {
-    /// `[B, c1, H, W] → [B, c2, H, W]`.
+impl<B: crate::YoloBackend> Sppf<B> {
+    /// `[B, H, W, c1] → [B, H, W, c2]`. The pools run on NCHW views (Burn's pooling is NCHW).
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
         let mut ys = vec![self.cv1.forward(x.clone())];
         for _ in 0..self.n {
             let last = ys.last().expect("non-empty").clone();
-            ys.push(self.m.forward(last));
+            ys.push(self.m.forward(last.permute([0, 3, 1, 2])).permute([0, 2, 3, 1]));
         }
-        let y = self.cv2.forward(Tensor::cat(ys, 1));
+        let y = self.cv2.forward(Tensor::cat(ys, 3));
         if self.add {
             y + x
         } else {

@@ -1,13 +1,65 @@
 //! `Conv` (conv → BatchNorm → SiLU), `DWConv` and the BN folding used for inference.
 //!
 //! ultralytics: `nn/modules/conv.py::Conv`, `DWConv`; `utils/torch_utils.py::fuse_conv_and_bn`.
-//! Layout: NCHW; weight `[c_out, c_in / groups, k, k]` (= PyTorch). State-dict names: `conv.weight`,
-//! `bn.{weight, bias, running_mean, running_var}` (Burn's `gamma`/`beta` are renamed on load, see `crate::load`).
+//! Activations are NHWC (`[B, H, W, C]`, PyTorch's `channels_last`); the weight is stored as PyTorch's
+//! `[c_out, c_in / groups, k, k]` (a Burn `Conv2d`, so loading, saving, BN folding and the optimizer see
+//! ultralytics' shapes) and viewed as `[c_out, k, k, c_in / groups]` for [`kernels_cubecl::conv::conv2d_nhwc`] at
+//! each call. State-dict names: `conv.weight`, `bn.{weight, bias, running_mean, running_var}` (Burn's
+//! `gamma`/`beta` are renamed on load, see `crate::load`).
+
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::{BatchNorm, BatchNormConfig, PaddingConfig2d};
 use burn::prelude::*;
 use burn::tensor::activation::silu;
+/// The convolutions' arithmetic ([`set_conv_math`]).
+pub use kernels_cubecl::conv::ConvMath;
+use kernels_cubecl::conv::{conv2d_nhwc, weight_to_ohwi, Activation, Conv2dSpec};
+
+use crate::YoloBackend;
+
+/// The arithmetic every convolution of the process uses on the GPU backends (0 = exact, 1 = fast).
+static CONV_MATH: AtomicU8 = AtomicU8::new(0);
+
+/// Sets the arithmetic of every convolution of the model ([`ConvMath::Exact`] by default; [`ConvMath::Fast`]:
+/// tensor cores, TF32 for f32 — PyTorch's cuDNN default). Process-wide: it is read at each call.
+pub fn set_conv_math(math: ConvMath) {
+    CONV_MATH.store(matches!(math, ConvMath::Fast) as u8, Ordering::Relaxed);
+}
+
+/// The arithmetic set by [`set_conv_math`].
+pub fn conv_math() -> ConvMath {
+    if CONV_MATH.load(Ordering::Relaxed) == 1 {
+        ConvMath::Fast
+    } else {
+        ConvMath::Exact
+    }
+}
+
+/// `act(conv(x) + bias)` of a Burn `Conv2d` module on NHWC `x` (its stride, symmetric padding, dilation, groups;
+/// the weight viewed as OHWI).
+pub fn conv2d_module_nhwc<B: YoloBackend>(conv: &Conv2d<B>, x: Tensor<B, 4>, activation: Activation) -> Tensor<B, 4> {
+    let (top, left) = match conv.padding {
+        PaddingConfig2d::Valid => (0, 0),
+        PaddingConfig2d::Explicit(top, left, bottom, right) if top == bottom && left == right => (top, left),
+        ref p => panic!("conv2d_module_nhwc: only symmetric explicit or valid padding, got {p:?}"),
+    };
+    let spec = Conv2dSpec {
+        stride: conv.stride,
+        padding: [top, left],
+        dilation: conv.dilation,
+        groups: conv.groups,
+        activation,
+        math: conv_math(),
+    };
+    conv2d_nhwc(x, weight_to_ohwi(conv.weight.val()), conv.bias.as_ref().map(|b| b.val()), spec)
+}
+
+/// Burn's `BatchNorm` (channels on axis 1) on NHWC `x`, through a permuted view.
+fn batch_norm_nhwc<B: Backend>(bn: &BatchNorm<B>, x: Tensor<B, 4>) -> Tensor<B, 4> {
+    bn.forward(x.permute([0, 3, 1, 2])).permute([0, 2, 3, 1])
+}
 
 /// ultralytics `nn.modules.conv.Conv(c1, c2, k, s, p=k//2, g, d=1, act)`: bias-free conv, BatchNorm (eps 1e-3,
 /// momentum 0.03), SiLU. Built by [`ConvConfig::init`].
@@ -71,20 +123,25 @@ pub fn gcd(a: usize, b: usize) -> usize {
     }
 }
 
-impl<B: Backend> Conv<B> {
-    /// `[B, c1, H, W] → [B, c2, H/s, W/s]` (rounded up).
+impl<B: YoloBackend> Conv<B> {
+    /// `[B, H, W, c1] → [B, H/s, W/s, c2]` (rounded up). Folded: conv, bias and SiLU in one kernel.
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
-        let mut y = self.conv.forward(x);
-        if let Some(bn) = &self.bn {
-            y = bn.forward(y);
-        }
-        if self.act {
-            silu(y)
-        } else {
-            y
+        let act = if self.act { Activation::Silu } else { Activation::None };
+        match &self.bn {
+            None => conv2d_module_nhwc(&self.conv, x, act),
+            Some(bn) => {
+                let y = batch_norm_nhwc(bn, conv2d_module_nhwc(&self.conv, x, Activation::None));
+                if self.act {
+                    silu(y)
+                } else {
+                    y
+                }
+            }
         }
     }
+}
 
+impl<B: Backend> Conv<B> {
     /// Folds the BatchNorm into the convolution (`w' = w·γ/√(var+eps)`, `b' = (b − mean)·γ/√(var+eps) + β`),
     /// as `fuse_conv_and_bn` does for inference. A no-op when already folded.
     pub fn fold_bn(mut self) -> Self {

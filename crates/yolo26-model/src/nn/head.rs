@@ -3,12 +3,16 @@
 //!
 //! ultralytics: `nn/modules/head.py::Detect` with `legacy=False`, `end2end=True`.
 //! Outputs per head: `boxes [B, 4, A]` (raw LTRB in grid units) and `scores [B, nc, A]` (logits), with the
-//! anchors of P3, P4, P5 concatenated (row-major within a level, `A = Σ h_i·w_i`).
+//! anchors of P3, P4, P5 concatenated (row-major within a level, `A = Σ h_i·w_i`). The branches run on the NHWC
+//! feature maps (`[B, h, w, c]`); each branch's `[B, h, w, 4 | nc]` output is turned to `[B, 4 | nc, h·w]` here.
 
 use burn::nn::conv::Conv2d;
 use burn::prelude::*;
 
-use super::conv::{conv1x1_bias, Conv, ConvConfig};
+use kernels_cubecl::conv::Activation;
+
+use super::conv::{conv1x1_bias, conv2d_module_nhwc, Conv, ConvConfig};
+use crate::YoloBackend;
 
 /// Box branch `Sequential(Conv(c1, c2, 3), Conv(c2, c2, 3), Conv2d(c2, 4, 1))` (one entry of `Detect.cv2`).
 /// Built by [`BoxBranchConfig::init`].
@@ -42,10 +46,10 @@ impl BoxBranchConfig {
     }
 }
 
-impl<B: Backend> BoxBranch<B> {
-    /// `[B, c1, H, W] → [B, 4, H, W]`.
+impl<B: YoloBackend> BoxBranch<B> {
+    /// `[B, H, W, c1] → [B, H, W, 4]`.
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
-        self.i2.forward(self.i1.forward(self.i0.forward(x)))
+        conv2d_module_nhwc(&self.i2, self.i1.forward(self.i0.forward(x)), Activation::None)
     }
 }
 
@@ -77,8 +81,8 @@ impl DwSepConfig {
     }
 }
 
-impl<B: Backend> DwSep<B> {
-    /// `[B, c1, H, W] → [B, c2, H, W]`.
+impl<B: YoloBackend> DwSep<B> {
+    /// `[B, H, W, c1] → [B, H, W, c2]`.
     fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
         self.i1.forward(self.i0.forward(x))
     }
@@ -118,10 +122,10 @@ impl ClsBranchConfig {
     }
 }
 
-impl<B: Backend> ClsBranch<B> {
-    /// `[B, c1, H, W] → [B, nc, H, W]`.
+impl<B: YoloBackend> ClsBranch<B> {
+    /// `[B, H, W, c1] → [B, H, W, nc]`.
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
-        self.i2.forward(self.i1.forward(self.i0.forward(x)))
+        conv2d_module_nhwc(&self.i2, self.i1.forward(self.i0.forward(x)), Activation::None)
     }
 }
 
@@ -182,16 +186,26 @@ impl DetectConfig {
     }
 }
 
-impl<B: Backend> Detect<B> {
+/// `[h, w]` of each NHWC feature map `[B, h, w, c]` (for the anchor grid).
+pub fn feature_shapes<B: Backend>(feats: &[Tensor<B, 4>]) -> Vec<[usize; 2]> {
+    feats.iter().map(|f| [f.dims()[1], f.dims()[2]]).collect()
+}
+
+/// A branch output `[B, h, w, c]` as `[B, c, h·w]`.
+fn channels_first<B: Backend>(y: Tensor<B, 4>) -> Tensor<B, 3> {
+    let [b, h, w, c] = y.dims();
+    y.reshape([b, h * w, c]).swap_dims(1, 2)
+}
+
+impl<B: YoloBackend> Detect<B> {
     fn run_head(&self, feats: &[Tensor<B, 4>], bx: &[BoxBranch<B>], cl: &[ClsBranch<B>]) -> HeadOutput<B> {
-        let b = feats[0].dims()[0];
-        let boxes = feats.iter().zip(bx).map(|(f, m)| m.forward(f.clone()).reshape([b as i32, 4, -1])).collect();
-        let scores =
-            feats.iter().zip(cl).map(|(f, m)| m.forward(f.clone()).reshape([b as i32, self.nc as i32, -1])).collect();
+        let boxes = feats.iter().zip(bx).map(|(f, m)| channels_first(m.forward(f.clone()))).collect();
+        let scores = feats.iter().zip(cl).map(|(f, m)| channels_first(m.forward(f.clone()))).collect();
         HeadOutput { boxes: Tensor::cat(boxes, 2), scores: Tensor::cat(scores, 2) }
     }
 
-    /// Raw one-to-many head only (what NMS inference needs). `[P3, P4, P5]` → `boxes [B, 4, A]`, `scores [B, nc, A]`.
+    /// Raw one-to-many head only (what NMS inference needs). `[P3, P4, P5]` (NHWC) → `boxes [B, 4, A]`,
+    /// `scores [B, nc, A]`.
     pub fn forward_one2many(&self, feats: &[Tensor<B, 4>]) -> HeadOutput<B> {
         self.run_head(feats, &self.cv2, &self.cv3)
     }
@@ -202,10 +216,10 @@ impl<B: Backend> Detect<B> {
         self.run_head(feats, &self.one2one_cv2, &self.one2one_cv3)
     }
 
-    /// `[P3 [B, ch0, H/8, W/8], P4 [B, ch1, H/16, W/16], P5 [B, ch2, H/32, W/32]]` → both heads'
+    /// `[P3 [B, H/8, W/8, ch0], P4 [B, H/16, W/16, ch1], P5 [B, H/32, W/32, ch2]]` (NHWC) → both heads'
     /// `boxes [B, 4, A]`, `scores [B, nc, A]`.
     pub fn forward(&self, feats: &[Tensor<B, 4>]) -> DetectOutput<B> {
-        let feat_shapes = feats.iter().map(|f| [f.dims()[2], f.dims()[3]]).collect();
+        let feat_shapes = feature_shapes(feats);
         DetectOutput { one2many: self.forward_one2many(feats), one2one: self.forward_one2one(feats), feat_shapes }
     }
 }

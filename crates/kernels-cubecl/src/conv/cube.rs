@@ -1,0 +1,215 @@
+//! [`Conv2dBackend`] for [`CubeBackend`]: tight inputs in the output dtype, one kernel per pass (plus the sum of
+//! the weight gradient's split-K partials). Which kernel:
+//!
+//! | case | forward | input gradient | weight gradient |
+//! |---|---|---|---|
+//! | depthwise (`groups = Ci = Co`) | `dw_forward` (bias, act) | `dw_dgrad` | `dw_wgrad` partials + sum |
+//! | `ConvMath::Fast`, `groups = 1`, cubek accepts it | cubek implicit GEMM (bias) + SiLU in place | cubek backward-data | as below |
+//! | otherwise | `conv_gemm` `FWD` (bias, act) | `conv_gemm` `DGRAD` | `conv_gemm` `WGRAD` partials + sum |
+//!
+//! F64 goes through the reference (the kernels compute in f32).
+use burn::tensor::ops::FloatTensorOps;
+use burn::tensor::{DType, Shape};
+use burn_cubecl::{tensor::CubeTensor, BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement};
+use cubek::convolution::{
+    launch_ref, AcceleratedTileKind, ConvAlgorithm, ConvolutionArgs, ConvolutionInputs, Strategy,
+};
+use cubek::matmul::definition::{MatmulElems, MatmulGlobalElems};
+use cubek::std::InputBinding;
+
+use super::kernels::{self, act::launch_silu_inplace, gemm, pick_tile};
+use super::{reference_backward_data, reference_backward_weight, reference_forward};
+use super::{Activation, Conv2dBackend, Conv2dGeometry, Conv2dSpec, ConvMath};
+use crate::cube_util::{empty, tight_as};
+
+impl<R, F, I, BT> Conv2dBackend for CubeBackend<R, F, I, BT>
+where
+    R: CubeRuntime,
+    F: FloatElement,
+    I: IntElement,
+    BT: BoolElement,
+{
+    fn conv2d_nhwc(x: CubeTensor<R>, w: CubeTensor<R>, bias: Option<CubeTensor<R>>, spec: Conv2dSpec) -> CubeTensor<R> {
+        if x.dtype == DType::F64 {
+            return reference_forward::<Self>(x, w, bias, spec);
+        }
+        forward(x, w, bias, spec)
+    }
+
+    fn conv2d_nhwc_backward_data(
+        x: CubeTensor<R>,
+        w: CubeTensor<R>,
+        dy: CubeTensor<R>,
+        spec: Conv2dSpec,
+    ) -> CubeTensor<R> {
+        if x.dtype == DType::F64 {
+            return reference_backward_data::<Self>(x, w, dy, spec);
+        }
+        backward_data(x, w, dy, spec)
+    }
+
+    fn conv2d_nhwc_backward_weight(
+        x: CubeTensor<R>,
+        w: CubeTensor<R>,
+        dy: CubeTensor<R>,
+        spec: Conv2dSpec,
+    ) -> CubeTensor<R> {
+        if x.dtype == DType::F64 {
+            return reference_backward_weight::<Self>(x, w, dy, spec);
+        }
+        let geo = geometry(&x, &w, &spec);
+        let dtype = x.dtype;
+        if geo.batch * geo.oh * geo.ow == 0 {
+            return Self::float_zeros(Shape::new(geo.weight_shape()), &x.device, dtype.into());
+        }
+        let part = backward_weight_partials(x, w, dy, spec);
+        // Σ over the splits (f32), then the weight's shape and dtype.
+        let dw = Self::float_sum_dim(part, 0);
+        let dw = Self::float_reshape(dw, Shape::new(geo.weight_shape()));
+        tight_as(dw, dtype)
+    }
+}
+
+/// The checked geometry (panics with the shapes when they do not fit).
+pub(crate) fn geometry<R: CubeRuntime>(x: &CubeTensor<R>, w: &CubeTensor<R>, spec: &Conv2dSpec) -> Conv2dGeometry {
+    Conv2dGeometry::new(x.meta.shape(), w.meta.shape(), spec).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn act_code(a: Activation) -> u32 {
+    match a {
+        Activation::None => gemm::ACT_NONE,
+        Activation::Silu => gemm::ACT_SILU,
+    }
+}
+
+/// Kernel forward: `[B, OH, OW, Co]` in `x`'s dtype.
+pub fn forward<R: CubeRuntime>(
+    x: CubeTensor<R>,
+    w: CubeTensor<R>,
+    bias: Option<CubeTensor<R>>,
+    spec: Conv2dSpec,
+) -> CubeTensor<R> {
+    let geo = geometry(&x, &w, &spec);
+    let dtype = x.dtype;
+    let x = tight_as(x, dtype);
+    let w = tight_as(w, dtype);
+    let has_bias = bias.is_some();
+    let bias = bias.map(|b| tight_as(b, dtype));
+    let out = empty(&x, Shape::new(geo.out_shape()), dtype);
+    if out.meta.shape().num_elements() == 0 {
+        return out;
+    }
+    let act = act_code(spec.activation);
+    if geo.depthwise() {
+        kernels::launch_dw_forward(&geo, &x, &w, bias.as_ref().unwrap_or(&x), &out, has_bias, act);
+    } else if spec.math == ConvMath::Fast
+        && geo.groups == 1
+        && cubek_pass(Pass::Forward, &geo, &x, &w, bias.as_ref(), &out).is_ok()
+    {
+        if spec.activation == Activation::Silu {
+            launch_silu_inplace(&out);
+        }
+    } else {
+        let (m, n, _) = kernels::gemm_dims(&geo, gemm::FWD);
+        let bias = bias.as_ref().unwrap_or(&x);
+        kernels::launch_gemm(gemm::FWD, &geo, pick_tile(m, n), &x, &w, bias, &out, has_bias, act);
+    }
+    out
+}
+
+/// Kernel input gradient: `[B, H, W, Ci]` in `x`'s dtype.
+pub fn backward_data<R: CubeRuntime>(
+    x: CubeTensor<R>,
+    w: CubeTensor<R>,
+    dy: CubeTensor<R>,
+    spec: Conv2dSpec,
+) -> CubeTensor<R> {
+    let geo = geometry(&x, &w, &spec);
+    let dtype = x.dtype;
+    let w = tight_as(w, dtype);
+    let dy = tight_as(dy, dtype);
+    let dx = empty(&dy, x.meta.shape().clone(), dtype);
+    if dx.meta.shape().num_elements() == 0 {
+        return dx;
+    }
+    if geo.depthwise() {
+        kernels::launch_dw_dgrad(&geo, &dy, &w, &dx);
+    } else if !(spec.math == ConvMath::Fast
+        && geo.groups == 1
+        && cubek_pass(Pass::BackwardData, &geo, &dy, &w, None, &dx).is_ok())
+    {
+        let (m, n, _) = kernels::gemm_dims(&geo, gemm::DGRAD);
+        kernels::launch_gemm(gemm::DGRAD, &geo, pick_tile(m, n), &dy, &w, &dy, &dx, false, gemm::ACT_NONE);
+    }
+    dx
+}
+
+/// Kernel weight gradient as f32 partial sums `[splits, Co, KH·KW·Ci/groups]` (their sum over axis 0 is `∂L/∂w`);
+/// at least one output pixel.
+pub fn backward_weight_partials<R: CubeRuntime>(
+    x: CubeTensor<R>,
+    w: CubeTensor<R>,
+    dy: CubeTensor<R>,
+    spec: Conv2dSpec,
+) -> CubeTensor<R> {
+    let geo = geometry(&x, &w, &spec);
+    let dtype = x.dtype;
+    let x = tight_as(x, dtype);
+    let dy = tight_as(dy, dtype);
+    let taps = geo.kh * geo.kw;
+    assert!(geo.batch * geo.oh * geo.ow > 0, "conv2d_nhwc weight gradient: no output pixels");
+    if geo.depthwise() {
+        let (chunks, _) = kernels::dw_wgrad_chunks(&geo);
+        let part = empty(&x, Shape::new([chunks, geo.c_out, taps]), DType::F32);
+        kernels::launch_dw_wgrad(&geo, &x, &dy, &part);
+        part
+    } else {
+        let (m, n, _) = kernels::gemm_dims(&geo, gemm::WGRAD);
+        let tile = pick_tile(m, n);
+        let (splits, _) = kernels::wgrad_splits(&geo, tile);
+        let part = empty(&x, Shape::new([splits, geo.c_out, n]), DType::F32);
+        kernels::launch_gemm(gemm::WGRAD, &geo, tile, &dy, &x, &dy, &part, false, gemm::ACT_NONE);
+        part
+    }
+}
+
+/// Which cubek pass.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    Forward,
+    BackwardData,
+}
+
+/// cubek-convolution's tensor-core implicit GEMM (the algorithm Burn's `ConvStrategy::ImplicitGemm` uses:
+/// synchronous loads, mma tiles) into `out`; `Err` when cubek cannot run it on this device or shape (then `out`
+/// is untouched and the caller runs the plain kernel). Forward: `(a, b) = (x, w)`; backward-data: `(dy, w)`.
+fn cubek_pass<R: CubeRuntime>(
+    pass: Pass,
+    geo: &Conv2dGeometry,
+    a: &CubeTensor<R>,
+    b: &CubeTensor<R>,
+    bias: Option<&CubeTensor<R>>,
+    out: &CubeTensor<R>,
+) -> Result<(), String> {
+    let bind = |t: &CubeTensor<R>| InputBinding::new(t.clone().binding(), t.dtype.into());
+    let inputs = match pass {
+        Pass::Forward => ConvolutionInputs::Forward {
+            input: bind(a),
+            weight: bind(b),
+            bias: bias.map(|t| InputBinding::Normal(t.clone().binding(), t.dtype.into())),
+            out: out.clone().binding(),
+        },
+        Pass::BackwardData => {
+            ConvolutionInputs::BackwardData { out_grad: bind(a), weights: bind(b), in_grad: out.clone().binding() }
+        }
+    };
+    let dtypes = MatmulElems::from_globals(&MatmulGlobalElems {
+        lhs: a.dtype.into(),
+        rhs: b.dtype.into(),
+        out: out.dtype.into(),
+    });
+    let strategy =
+        Strategy::Inferred { algorithm: ConvAlgorithm::SimpleSyncStrided, tile_kind: AcceleratedTileKind::Mma };
+    let args = ConvolutionArgs { stride: geo.stride, padding: geo.padding, dilation: geo.dilation };
+    launch_ref::<R, 2>(&strategy, &a.client, inputs, args, dtypes).map_err(|e| format!("{e:?}"))
+}

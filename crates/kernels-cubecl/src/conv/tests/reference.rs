@@ -1,0 +1,27 @@
+//! The reference implementation (Burn's NCHW ops between permutes) on `Flex` (f64), and Flex's own f32 forward. Flex's f64 convolution agrees
+//! with the f64 loops to ~5e-8 only (measured), hence 1e-6 rather than f64 rounding.
+use burn::backend::{Autodiff, Flex};
+use burn::tensor::DType;
+
+use super::*;
+
+#[test]
+fn conv_reference_forward_f64() {
+    check_forward::<Flex>(&Default::default(), DType::F64, 100, 1e-6);
+}
+
+/// f32 on Flex runs the CPU path (`flex.rs`: im2col + gemm, depthwise rows); grouped cases the reference.
+#[test]
+fn conv_flex_forward_f32() {
+    check_forward::<Flex>(&Default::default(), DType::F32, 101, 1e-5);
+}
+
+#[test]
+fn conv_reference_autodiff_f64() {
+    check_autodiff::<Autodiff<Flex>>(&Default::default(), DType::F64, 102, 1e-6);
+}
+
+#[test]
+fn conv_reference_backward_ops_f64() {
+    check_backward_ops::<Flex>(&Default::default(), DType::F64, 103, 1e-6);
+}
