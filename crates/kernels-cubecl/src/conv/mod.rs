@@ -204,7 +204,8 @@ pub fn conv2d_nhwc<B: Conv2dBackend>(
     Tensor::from_primitive(TensorPrimitive::Float(y))
 }
 
-/// PyTorch's conv weight `[Co, Ci/groups, KH, KW]` (OIHW) as `[Co, KH, KW, Ci/groups]` (OHWI), contiguous.
+/// PyTorch's conv weight `[Co, Ci/groups, KH, KW]` (OIHW) as `[Co, KH, KW, Ci/groups]` (OHWI), contiguous (likewise
+/// any NCHW tensor as NHWC).
 pub fn weight_to_ohwi<B: Backend>(w: Tensor<B, 4>) -> Tensor<B, 4> {
     let dims = w.dims();
     let flat: Tensor<B, 1> = w.permute([0, 2, 3, 1]).reshape([dims.iter().product::<usize>()]);

@@ -2,7 +2,7 @@
 //! `conv2d_weight_backward`) between NHWC ↔ NCHW permutes, the activation as Burn's `silu`.
 use burn::tensor::{activation, backend::Backend, ops::FloatTensor, Tensor};
 
-use super::{Activation, Conv2dSpec};
+use super::{weight_to_ohwi, Activation, Conv2dSpec};
 use crate::tensor_util::float;
 
 /// NHWC / OHWI → NCHW / OIHW (a view).
@@ -10,12 +10,9 @@ fn to_nchw<B: Backend>(t: FloatTensor<B>) -> FloatTensor<B> {
     float::<B, 4>(t).permute([0, 3, 1, 2]).into_primitive().tensor()
 }
 
-/// NCHW / OIHW → NHWC / OHWI, contiguous.
+/// NCHW / OIHW → NHWC / OHWI, contiguous (the same axis move as [`weight_to_ohwi`]).
 fn to_nhwc<B: Backend>(t: FloatTensor<B>) -> Tensor<B, 4> {
-    let t = float::<B, 4>(t);
-    let [a, c, h, w] = t.dims();
-    let flat: Tensor<B, 1> = t.permute([0, 2, 3, 1]).reshape([a * h * w * c]);
-    flat.reshape([a, h, w, c])
+    weight_to_ohwi(float::<B, 4>(t))
 }
 
 /// `act(conv(x, w) + bias)` on NHWC tensors.
