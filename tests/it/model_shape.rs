@@ -38,3 +38,56 @@ fn gflops_close_to_ultralytics() {
     let g = gflops(&m, 640);
     assert!((g - 75.6351).abs() < 0.01, "yolo26m GFLOPs {g}");
 }
+
+/// `batch_norm_nhwc` (statistics as column reductions of the `[B·H·W, C]` matrix) equals Burn's `BatchNorm` on the
+/// permuted NCHW view: outputs, updated running statistics and gradients under autodiff (training), outputs from
+/// the running statistics without autodiff.
+#[test]
+fn batch_norm_nhwc_equals_burn_batch_norm() {
+    use burn::backend::Autodiff;
+    use burn::module::{AutodiffModule, Param};
+    use burn::nn::BatchNormConfig;
+    use burn::tensor::{Distribution, Tensor};
+    use yolo26_model::nn::conv::batch_norm_nhwc;
+    type A = Autodiff<Flex>;
+    let dev = Default::default();
+    let close = |a: Vec<f32>, b: Vec<f32>, what: &str| {
+        assert_eq!(a.len(), b.len(), "{what}");
+        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+            assert!((x - y).abs() <= 1e-5 * (1.0 + y.abs()), "{what}[{i}]: {x} vs {y}");
+        }
+    };
+    let vec = |t: Tensor<A, 1>| t.into_data().to_vec::<f32>().unwrap();
+    let make = || {
+        let mut bn = BatchNormConfig::new(7).with_epsilon(1e-3).with_momentum(0.03).init::<A>(&dev);
+        let p = |seed: f32| {
+            Tensor::<A, 1>::from_floats([0.0f32, 1., 2., 3., 4., 5., 6.], &dev).mul_scalar(0.37).add_scalar(seed).sin()
+        };
+        bn.gamma = Param::from_tensor(p(0.3).add_scalar(1.5));
+        bn.beta = Param::from_tensor(p(1.1));
+        bn.running_mean = burn::module::RunningState::new(p(2.0));
+        bn.running_var = burn::module::RunningState::new(p(0.7).abs().add_scalar(0.2));
+        bn
+    };
+    let x = Tensor::<A, 4>::random([2, 5, 6, 7], Distribution::Normal(0.4, 2.0), &dev);
+    let r = Tensor::<A, 4>::random([2, 5, 6, 7], Distribution::Normal(0.0, 1.0), &dev);
+    let (ours, burn) = (make(), make());
+    let (xo, xb) = (x.clone().require_grad(), x.clone().require_grad());
+    let yo = batch_norm_nhwc(&ours, xo.clone());
+    let yb = burn.forward(xb.clone().permute([0, 3, 1, 2])).permute([0, 2, 3, 1]);
+    close(vec(yo.clone().flatten(0, 3)), vec(yb.clone().flatten(0, 3)), "train output");
+    close(vec(ours.running_mean.value()), vec(burn.running_mean.value()), "running mean");
+    close(vec(ours.running_var.value()), vec(burn.running_var.value()), "running var");
+    let (go, gb) = ((yo * r.clone()).sum().backward(), (yb * r).sum().backward());
+    let g = |t: &Tensor<A, 4>, grads| t.grad(grads).unwrap().flatten::<1>(0, 3).into_data().to_vec::<f32>().unwrap();
+    close(g(&xo, &go), g(&xb, &gb), "dx");
+    let gv = |p: &Param<Tensor<A, 1>>, grads| p.val().grad(grads).unwrap().into_data().to_vec::<f32>().unwrap();
+    close(gv(&ours.gamma, &go), gv(&burn.gamma, &gb), "dgamma");
+    close(gv(&ours.beta, &go), gv(&burn.beta, &gb), "dbeta");
+    // inference: the running statistics (no autodiff)
+    let (ours, burn) = (make().valid(), make().valid());
+    let x = x.inner();
+    let yo = batch_norm_nhwc(&ours, x.clone()).flatten::<1>(0, 3);
+    let yb = burn.forward(x.permute([0, 3, 1, 2])).permute([0, 2, 3, 1]).flatten::<1>(0, 3);
+    close(yo.into_data().to_vec().unwrap(), yb.into_data().to_vec().unwrap(), "inference output");
+}

@@ -1,5 +1,5 @@
-//! [`Conv2dBackend`] for `Flex` (CPU): the forward on NHWC data without layout changes, f32 (other dtypes and the
-//! gradients: the reference).
+//! [`Conv2dBackend`] for `Flex` (CPU): the forward on NHWC data without layout changes, f32 (other dtypes: the
+//! reference); the gradients are in `flex_grad.rs`.
 //!
 //! - `groups = 1`: tiles of `TILE` output pixels, each an im2col block `[TILE, KH·KW·Ci]` (skipped for 1×1 stride-1
 //!   convs, whose NHWC input already is that matrix) times `wᵀ` (`w` is `[Co, KH·KW·Ci]` row-major, so `wᵀ` is a
@@ -16,7 +16,7 @@ use rayon::prelude::*;
 use super::{reference_forward, Activation, Conv2dBackend, Conv2dGeometry, Conv2dSpec};
 
 /// Output pixels per im2col tile.
-const TILE: usize = 128;
+pub(super) const TILE: usize = 128;
 
 impl Conv2dBackend for Flex {
     fn conv2d_nhwc(x: FlexTensor, w: FlexTensor, bias: Option<FlexTensor>, spec: Conv2dSpec) -> FlexTensor {
@@ -27,6 +27,14 @@ impl Conv2dBackend for Flex {
             return reference_forward::<Self>(x, w, bias, spec);
         }
         forward(&geo, x, w, bias, spec.activation)
+    }
+
+    fn conv2d_nhwc_backward_data(x: FlexTensor, w: FlexTensor, dy: FlexTensor, spec: Conv2dSpec) -> FlexTensor {
+        super::flex_grad::backward_data(x, w, dy, spec)
+    }
+
+    fn conv2d_nhwc_backward_weight(x: FlexTensor, w: FlexTensor, dy: FlexTensor, spec: Conv2dSpec) -> FlexTensor {
+        super::flex_grad::backward_weight(x, w, dy, spec)
     }
 }
 
@@ -85,7 +93,7 @@ fn forward(g: &Conv2dGeometry, x: FlexTensor, w: FlexTensor, bias: Option<FlexTe
 }
 
 /// Rows `m0 .. m0 + rows` of the im2col matrix (`[pixel, (kh, kw, ci)]`, zeros outside the image) into `col`.
-fn im2col(g: &Conv2dGeometry, xs: &[f32], m0: usize, rows: usize, col: &mut Vec<f32>) {
+pub(super) fn im2col(g: &Conv2dGeometry, xs: &[f32], m0: usize, rows: usize, col: &mut Vec<f32>) {
     let ci = g.c_in;
     let k = g.kh * g.kw * ci;
     col.clear();

@@ -18,6 +18,7 @@
 mod autodiff;
 pub(crate) mod cube;
 mod flex;
+mod flex_grad;
 mod fusion;
 pub(crate) mod kernels;
 mod reference;

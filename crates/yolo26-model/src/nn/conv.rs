@@ -56,9 +56,32 @@ pub fn conv2d_module_nhwc<B: YoloBackend>(conv: &Conv2d<B>, x: Tensor<B, 4>, act
     conv2d_nhwc(x, weight_to_ohwi(conv.weight.val()), conv.bias.as_ref().map(|b| b.val()), spec)
 }
 
-/// Burn's `BatchNorm` (channels on axis 1) on NHWC `x`, through a permuted view.
-fn batch_norm_nhwc<B: Backend>(bn: &BatchNorm<B>, x: Tensor<B, 4>) -> Tensor<B, 4> {
-    bn.forward(x.permute([0, 3, 1, 2])).permute([0, 2, 3, 1])
+/// Burn's `BatchNorm::forward` (same parameters, same arithmetic in the same order) on NHWC `x [B, H, W, C]`, seen
+/// as the row-major matrix `[B·H·W, C]`, so the statistics are column reductions of a contiguous tensor (no
+/// permuted copies). Under autodiff (training): batch mean and biased variance, running statistics updated with the
+/// module's momentum, as Burn (and, up to the variance's `n / (n − 1)`, torch) does; otherwise the running statistics.
+pub fn batch_norm_nhwc<B: Backend>(bn: &BatchNorm<B>, x: Tensor<B, 4>) -> Tensor<B, 4> {
+    let dims = x.dims();
+    let c = dims[3];
+    let rows: Tensor<B, 2> = x.reshape([dims[0] * dims[1] * dims[2], c]);
+    let device = rows.device();
+    let (mean, var) = if B::ad_enabled(&device) {
+        let mean = rows.clone().mean_dim(0);
+        let var = rows.clone().sub(mean.clone()).square().mean_dim(0);
+        let m = bn.momentum;
+        let update = |running: Tensor<B, 1>, batch: &Tensor<B, 2>| {
+            running.to_device(&device).mul_scalar(1.0 - m).add(batch.clone().detach().mul_scalar(m).reshape([c]))
+        };
+        bn.running_mean.update(update(bn.running_mean.value_sync(), &mean).detach());
+        bn.running_var.update(update(bn.running_var.value_sync(), &var).detach());
+        (mean, var)
+    } else {
+        let stat = |t: Tensor<B, 1>| t.to_device(&device).reshape([1, c]);
+        (stat(bn.running_mean.value()), stat(bn.running_var.value()))
+    };
+    let std = var.add_scalar(bn.epsilon).sqrt();
+    let y = rows.sub(mean).div(std).mul(bn.gamma.val().reshape([1, c])).add(bn.beta.val().reshape([1, c]));
+    y.reshape(dims)
 }
 
 /// ultralytics `nn.modules.conv.Conv(c1, c2, k, s, p=k//2, g, d=1, act)`: bias-free conv, BatchNorm (eps 1e-3,

@@ -25,3 +25,11 @@ fn conv_reference_autodiff_f64() {
 fn conv_reference_backward_ops_f64() {
     check_backward_ops::<Flex>(&Default::default(), DType::F64, 103, 1e-6);
 }
+
+/// f32 gradients on Flex run the CPU path (`flex_grad.rs`: gemm + col2im, split weight-gradient runs, depthwise
+/// per image); grouped cases the reference.
+#[test]
+fn conv_flex_backward_f32() {
+    check_backward_ops::<Flex>(&Default::default(), DType::F32, 104, grad_tolerance(DType::F32));
+    check_autodiff::<Autodiff<Flex>>(&Default::default(), DType::F32, 105, grad_tolerance(DType::F32));
+}
