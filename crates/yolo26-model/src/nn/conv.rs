@@ -175,7 +175,8 @@ impl<B: Backend> Conv<B> {
     }
 }
 
-/// `fuse_conv_bn_weights`: returns the conv with the norm folded into weight and bias.
+/// `fuse_conv_bn_weights`: returns the conv with the norm folded into weight and bias (the weight's memory in OHWI
+/// order, seen as OIHW).
 pub fn fold_conv_bn<B: Backend>(mut conv: Conv2d<B>, bn: &BatchNorm<B>) -> Conv2d<B> {
     let scale = bn.gamma.val() / (bn.running_var.value() + bn.epsilon).sqrt();
     let [co, _, _, _] = conv.weight.dims();
@@ -185,7 +186,8 @@ pub fn fold_conv_bn<B: Backend>(mut conv: Conv2d<B>, bn: &BatchNorm<B>) -> Conv2
         None => Tensor::zeros([co], &scale.device()),
     };
     let b = bn.beta.val() + (b0 - bn.running_mean.value()) * scale;
-    conv.weight = burn::module::Param::from_tensor(w);
+    // stored OHWI (what `conv2d_nhwc` reads) behind an OIHW view, so `weight_to_ohwi` at each call is a free view
+    conv.weight = burn::module::Param::from_tensor(weight_to_ohwi(w).permute([0, 3, 1, 2]));
     conv.bias = Some(burn::module::Param::from_tensor(b));
     conv
 }
