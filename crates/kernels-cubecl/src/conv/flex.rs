@@ -195,7 +195,7 @@ pub(super) fn exp(x: f32) -> f32 {
     p = p * r + 8.333_452e-3;
     p = p * r + 4.166_579_6e-2;
     p = p * r + 1.666_666_5e-1;
-    p = p * r + 5.000_000_1e-1;
+    p = p * r + 0.5; // Cephes: 5.0000001201e-1, which rounds to 0.5 in f32
     let e = p * r * r + r + 1.0;
     // t's low mantissa bits hold n (`t.to_bits() = 0x4B40_0000 + n`), so 2ⁿ's exponent is integer arithmetic
     // (no saturating float → int conversion, which would not vectorise)
