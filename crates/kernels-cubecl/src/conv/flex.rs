@@ -19,6 +19,8 @@ use super::{reference_forward, Activation, Conv2dBackend, Conv2dGeometry, Conv2d
 pub(super) const TILE: usize = 128;
 
 impl Conv2dBackend for Flex {
+    const ROW_REDUCTIONS_ARE_FAST: bool = true;
+
     fn conv2d_nhwc(x: FlexTensor, w: FlexTensor, bias: Option<FlexTensor>, spec: Conv2dSpec) -> FlexTensor {
         let geo = Conv2dGeometry::new(x.layout().shape(), w.layout().shape(), &spec).unwrap_or_else(|e| panic!("{e}"));
         let f32s = x.dtype() == DType::F32 && w.dtype() == DType::F32;

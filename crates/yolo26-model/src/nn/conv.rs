@@ -15,7 +15,7 @@ use burn::prelude::*;
 use burn::tensor::activation::silu;
 /// The convolutions' arithmetic ([`set_conv_math`]).
 pub use kernels_cubecl::conv::ConvMath;
-use kernels_cubecl::conv::{conv2d_nhwc, weight_to_ohwi, Activation, Conv2dSpec};
+use kernels_cubecl::conv::{conv2d_nhwc, weight_to_ohwi, Activation, Conv2dBackend, Conv2dSpec};
 
 use crate::YoloBackend;
 
@@ -56,11 +56,16 @@ pub fn conv2d_module_nhwc<B: YoloBackend>(conv: &Conv2d<B>, x: Tensor<B, 4>, act
     conv2d_nhwc(x, weight_to_ohwi(conv.weight.val()), conv.bias.as_ref().map(|b| b.val()), spec)
 }
 
-/// Burn's `BatchNorm::forward` (same parameters, same arithmetic in the same order) on NHWC `x [B, H, W, C]`, seen
-/// as the row-major matrix `[B·H·W, C]`, so the statistics are column reductions of a contiguous tensor (no
-/// permuted copies). Under autodiff (training): batch mean and biased variance, running statistics updated with the
-/// module's momentum, as Burn (and, up to the variance's `n / (n − 1)`, torch) does; otherwise the running statistics.
-pub fn batch_norm_nhwc<B: Backend>(bn: &BatchNorm<B>, x: Tensor<B, 4>) -> Tensor<B, 4> {
+/// Burn's `BatchNorm::forward` on NHWC `x [B, H, W, C]`. Where the backend reduces rows fast
+/// ([`Conv2dBackend::ROW_REDUCTIONS_ARE_FAST`], Flex), the same arithmetic in the same order on `x` seen as the
+/// row-major matrix `[B·H·W, C]` (statistics as reductions over its rows, no permuted copies); elsewhere Burn's
+/// module on the permuted NCHW view. Under autodiff (training): batch mean and biased variance, running statistics
+/// updated with the module's momentum, as Burn (and, up to the variance's `n / (n − 1)`, torch) does; otherwise the
+/// running statistics.
+pub fn batch_norm_nhwc<B: Conv2dBackend>(bn: &BatchNorm<B>, x: Tensor<B, 4>) -> Tensor<B, 4> {
+    if !B::ROW_REDUCTIONS_ARE_FAST {
+        return bn.forward(x.permute([0, 3, 1, 2])).permute([0, 2, 3, 1]);
+    }
     let dims = x.dims();
     let c = dims[3];
     let rows: Tensor<B, 2> = x.reshape([dims[0] * dims[1] * dims[2], c]);
