@@ -6,6 +6,7 @@ mod eval;
 mod info;
 mod plot_batch;
 mod predict;
+mod ranges;
 mod synth;
 mod train;
 mod val;
@@ -56,6 +57,7 @@ enum Cmd {
 }
 
 fn main() {
+    restore_sigpipe();
     let cli = Cli::parse();
     let result = match cli.cmd {
         Cmd::Predict(a) => predict::run(a),
@@ -124,5 +126,15 @@ fn same_file(a: &Path, b: &Path) -> bool {
     match (a.canonicalize(), b.canonicalize()) {
         (Ok(x), Ok(y)) => x == y,
         _ => false,
+    }
+}
+
+/// Rust ignores SIGPIPE, so printing into a closed pipe (`yolo26 info | head`) panics in `println!`. Restoring the
+/// default action ends the process quietly with status 141 as Unix tools do.
+fn restore_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: setting a signal's disposition to its default at start-up, before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }

@@ -29,13 +29,17 @@ pub struct PredictArgs {
     /// Image file or directory of images.
     #[arg(long, default_value = "assets/bus.png")]
     pub source: PathBuf,
-    #[arg(long, default_value_t = 640)]
+    /// Square input size, a multiple of 32 (at most 8192).
+    #[arg(long, default_value_t = 640, value_parser = crate::ranges::imgsz)]
     pub imgsz: usize,
-    #[arg(long, default_value_t = 0.25)]
+    /// Score threshold in [0, 1].
+    #[arg(long, default_value_t = 0.25, value_parser = crate::ranges::unit_interval)]
     pub conf: f32,
-    #[arg(long, default_value_t = 0.7)]
+    /// NMS IoU threshold in (0, 1].
+    #[arg(long, default_value_t = 0.7, value_parser = crate::ranges::iou)]
     pub iou: f32,
-    #[arg(long = "max-det", default_value_t = 300)]
+    /// Detections kept per image (at least 1).
+    #[arg(long = "max-det", default_value_t = 300, value_parser = crate::ranges::positive)]
     pub max_det: usize,
     /// One-to-one head, top-k, no NMS (the default).
     #[arg(long, conflicts_with = "nms")]
@@ -95,6 +99,37 @@ fn list_sources(src: &Path) -> anyhow::Result<Vec<PathBuf>> {
     }
 }
 
+/// The annotated copies keep their file names, so an output directory equal to the source directory (or to a
+/// source file's directory), or inside the source directory, would overwrite or mix with the inputs: refused.
+fn refuse_writing_into_source(source: &Path, out: &Path) -> anyhow::Result<()> {
+    let src = source.canonicalize().with_context(|| format!("--source {}", source.display()))?;
+    let src_dir = if src.is_dir() { src.clone() } else { src.parent().map(Path::to_path_buf).unwrap_or(src.clone()) };
+    // `out` may not exist yet: resolve its deepest existing ancestor, then append the rest
+    let abs = std::path::absolute(out).with_context(|| format!("--out {}", out.display()))?;
+    let mut existing = abs.as_path();
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        match (existing.parent(), existing.file_name()) {
+            (Some(p), Some(name)) => {
+                rest.push(name.to_os_string());
+                existing = p;
+            }
+            _ => break,
+        }
+    }
+    let mut resolved = existing.canonicalize().unwrap_or_else(|_| existing.to_path_buf());
+    resolved.extend(rest.iter().rev());
+    if resolved == src_dir || (src.is_dir() && resolved.starts_with(&src)) {
+        bail!(
+            "--out {} would write into the source {} (annotated copies keep the input file names); choose another \
+             directory",
+            out.display(),
+            source.display()
+        );
+    }
+    Ok(())
+}
+
 impl Job for PredictArgs {
     fn run<B: yolo26_model::YoloBackend>(self, device: B::Device) -> anyhow::Result<()> {
         // --half: f16 storage on tensor cores (exact f32 otherwise)
@@ -104,6 +139,7 @@ impl Job for PredictArgs {
             yolo26_model::nn::conv::ConvMath::Exact
         });
         let sources = list_sources(&self.source)?;
+        refuse_writing_into_source(&self.source, &self.out)?;
         let names = self.names.as_deref().map(read_names).transpose().map_err(anyhow::Error::msg)?;
         let opts = DetectorOptions {
             imgsz: self.imgsz,
@@ -166,4 +202,27 @@ fn annotate(img: &mut image::RgbImage, dets: &[Detection]) {
 pub fn run(args: PredictArgs) -> anyhow::Result<()> {
     let device = args.device.clone();
     dispatch(&device, args)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::refuse_writing_into_source;
+
+    /// `--out` equal to the source directory, inside it, or equal to a source file's directory is refused (also
+    /// when spelled differently or not yet existing); a sibling directory is accepted.
+    #[test]
+    fn predict_never_writes_into_its_source() {
+        let root = std::env::temp_dir().join(format!("yolo26-predict-src-{}", std::process::id()));
+        let src = root.join("images");
+        std::fs::create_dir_all(&src).unwrap();
+        let file = src.join("a.png");
+        std::fs::write(&file, b"not read here").unwrap();
+        assert!(refuse_writing_into_source(&src, &src).is_err());
+        assert!(refuse_writing_into_source(&src, &src.join(".")).is_err());
+        assert!(refuse_writing_into_source(&src, &src.join("new/deeper")).is_err());
+        assert!(refuse_writing_into_source(&file, &root.join("images/../images")).is_err());
+        assert!(refuse_writing_into_source(&src, &root.join("out")).is_ok());
+        assert!(refuse_writing_into_source(&file, &root.join("out")).is_ok());
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 }
