@@ -32,15 +32,20 @@ pub struct ValArgs {
     /// Split to validate: val or test.
     #[arg(long, default_value = "val")]
     pub split: String,
-    #[arg(long, default_value_t = 640)]
+    /// Square input size, a multiple of 32 (at most 8192).
+    #[arg(long, default_value_t = 640, value_parser = crate::ranges::imgsz)]
     pub imgsz: usize,
-    #[arg(long, default_value_t = 32)]
+    /// Images per batch (at least 1).
+    #[arg(long, default_value_t = 32, value_parser = crate::ranges::positive)]
     pub batch: usize,
-    #[arg(long, default_value_t = 0.001)]
+    /// Score threshold in [0, 1].
+    #[arg(long, default_value_t = 0.001, value_parser = crate::ranges::unit_interval)]
     pub conf: f32,
-    #[arg(long, default_value_t = 0.7)]
+    /// NMS IoU threshold in (0, 1].
+    #[arg(long, default_value_t = 0.7, value_parser = crate::ranges::iou)]
     pub iou: f32,
-    #[arg(long = "max-det", default_value_t = 300)]
+    /// Detections kept per image (at least 1).
+    #[arg(long = "max-det", default_value_t = 300, value_parser = crate::ranges::positive)]
     pub max_det: usize,
     /// One-to-one head, top-k, no NMS (ultralytics `nms=False`).
     #[arg(long, conflicts_with = "nms")]
@@ -97,21 +102,6 @@ impl Job for ValArgs {
             "test" => Split::Test,
             other => bail!("--split {other}: expected val or test"),
         };
-        if self.imgsz == 0 || !self.imgsz.is_multiple_of(32) {
-            bail!("--imgsz {}: must be a positive multiple of 32", self.imgsz);
-        }
-        if self.batch == 0 {
-            bail!("--batch must be at least 1");
-        }
-        if !(0.0..=1.0).contains(&self.conf) {
-            bail!("--conf {}: must be in [0, 1]", self.conf);
-        }
-        if !(self.iou > 0.0 && self.iou <= 1.0) {
-            bail!("--iou {}: must be in (0, 1]", self.iou);
-        }
-        if self.max_det == 0 {
-            bail!("--max-det must be at least 1");
-        }
         let source = DataSource::parse(&self.data, self.images.as_deref())?;
         let dataset = source.open(split)?;
         eprintln!("{}", dataset.summary.line(&format!("{}: ", self.split)));

@@ -107,19 +107,25 @@ pub(super) fn im2col(g: &Conv2dGeometry, xs: &[f32], m0: usize, rows: usize, col
         let m = m0 + r;
         let (b, oh, ow) = (m / (g.oh * g.ow), (m / g.ow) % g.oh, m % g.ow);
         let dst = &mut col[r * k..(r + 1) * k];
-        for kh in 0..g.kh {
-            let ih = (oh * g.stride[0] + kh * g.dilation[0]) as isize - g.padding[0] as isize;
-            if ih < 0 || ih as usize >= g.h {
-                continue;
-            }
-            for kw in 0..g.kw {
-                let iw = (ow * g.stride[1] + kw * g.dilation[1]) as isize - g.padding[1] as isize;
-                if iw < 0 || iw as usize >= g.w {
-                    continue;
-                }
-                let src = ((b * g.h + ih as usize) * g.w + iw as usize) * ci;
-                let at = (kh * g.kw + kw) * ci;
-                dst[at..at + ci].copy_from_slice(&xs[src..src + ci]);
+        for_taps(g, oh, ow, |tap, ih, iw| {
+            let src = ((b * g.h + ih) * g.w + iw) * ci;
+            dst[tap * ci..(tap + 1) * ci].copy_from_slice(&xs[src..src + ci]);
+        });
+    }
+}
+
+/// `f(tap, ih, iw)` for every tap of output pixel `(oh, ow)` that lies inside the input (`tap = kh·KW + kw`).
+#[inline(always)]
+pub(super) fn for_taps(g: &Conv2dGeometry, oh: usize, ow: usize, mut f: impl FnMut(usize, usize, usize)) {
+    for kh in 0..g.kh {
+        let ih = (oh * g.stride[0] + kh * g.dilation[0]) as isize - g.padding[0] as isize;
+        if ih < 0 || ih as usize >= g.h {
+            continue;
+        }
+        for kw in 0..g.kw {
+            let iw = (ow * g.stride[1] + kw * g.dilation[1]) as isize - g.padding[1] as isize;
+            if iw >= 0 && (iw as usize) < g.w {
+                f(kh * g.kw + kw, ih as usize, iw as usize);
             }
         }
     }

@@ -16,7 +16,7 @@ use burn::tensor::{DType, TensorData};
 use gemm::{gemm, Parallelism};
 use rayon::prelude::*;
 
-use super::flex::{im2col, TILE};
+use super::flex::{for_taps, im2col, TILE};
 use super::{reference_backward_data, reference_backward_weight, Conv2dGeometry, Conv2dSpec};
 
 /// Whether the f32 CPU gradients handle this convolution (otherwise: the reference).
@@ -195,23 +195,6 @@ fn col2im(g: &Conv2dGeometry, dcol: &[f32], m0: usize, rows: usize, dx: &mut [f3
             let dst = &mut dx[(ih * g.w + iw) * ci..][..ci];
             dst.iter_mut().zip(&src[tap * ci..(tap + 1) * ci]).for_each(|(d, s)| *d += s);
         });
-    }
-}
-
-/// `f(tap, ih, iw)` for every tap of output pixel `(oh, ow)` inside the input (`tap = kh·KW + kw`).
-#[inline(always)]
-fn for_taps(g: &Conv2dGeometry, oh: usize, ow: usize, mut f: impl FnMut(usize, usize, usize)) {
-    for kh in 0..g.kh {
-        let ih = (oh * g.stride[0] + kh * g.dilation[0]) as isize - g.padding[0] as isize;
-        if ih < 0 || ih as usize >= g.h {
-            continue;
-        }
-        for kw in 0..g.kw {
-            let iw = (ow * g.stride[1] + kw * g.dilation[1]) as isize - g.padding[1] as isize;
-            if iw >= 0 && (iw as usize) < g.w {
-                f(kh * g.kw + kw, ih as usize, iw as usize);
-            }
-        }
     }
 }
 
