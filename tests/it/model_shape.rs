@@ -39,29 +39,47 @@ fn gflops_close_to_ultralytics() {
     assert!((g - 75.6351).abs() < 0.01, "yolo26m GFLOPs {g}");
 }
 
-/// `batch_norm_nhwc` (statistics as column reductions of the `[B·H·W, C]` matrix) equals Burn's `BatchNorm` on the
-/// permuted NCHW view: outputs, updated running statistics and gradients under autodiff (training), outputs from
-/// the running statistics without autodiff.
+/// `batch_norm_nhwc` (statistics as means over the rows of the `[B·H·W, C]` matrix, in groups of rows) equals
+/// Burn's `BatchNorm` on the permuted NCHW view: outputs, updated running statistics and gradients under autodiff
+/// (training), outputs from the running statistics without autodiff. On Flex with several factorisations of the
+/// 60 rows (one reduction, three, one over the last axis only) and the backend's own choice, and on wgpu (a CubeCL
+/// backend: reductions in steps).
 #[test]
 fn batch_norm_nhwc_equals_burn_batch_norm() {
     use burn::backend::Autodiff;
+    let dev = Default::default();
+    for group in [Some([60, 1, 1]), Some([5, 3, 4]), Some([1, 1, 60]), Some([1, 60, 1]), None] {
+        batch_norm_case::<Autodiff<Flex>>(&dev, group);
+    }
+    #[cfg(feature = "wgpu")]
+    {
+        use burn::backend::wgpu::{Wgpu, WgpuDevice};
+        assert_eq!(kernels_cubecl::conv::row_stages::<Wgpu>(60, 7), [1, 2, 30]);
+        batch_norm_case::<Autodiff<Wgpu>>(&WgpuDevice::DefaultDevice, Some([5, 3, 4]));
+        batch_norm_case::<Autodiff<Wgpu>>(&WgpuDevice::DefaultDevice, None);
+    }
+}
+
+fn batch_norm_case<A>(dev: &A::Device, group: Option<[usize; 3]>)
+where
+    A: burn::tensor::backend::AutodiffBackend + yolo26_model::YoloBackend,
+    A::InnerBackend: yolo26_model::YoloBackend,
+{
     use burn::module::{AutodiffModule, Param};
     use burn::nn::BatchNormConfig;
     use burn::tensor::{Distribution, Tensor};
-    use yolo26_model::nn::conv::batch_norm_nhwc;
-    type A = Autodiff<Flex>;
-    let dev = Default::default();
+    use yolo26_model::nn::conv::{batch_norm_nhwc, batch_norm_nhwc_staged};
     let close = |a: Vec<f32>, b: Vec<f32>, what: &str| {
         assert_eq!(a.len(), b.len(), "{what}");
         for (i, (x, y)) in a.iter().zip(&b).enumerate() {
-            assert!((x - y).abs() <= 1e-5 * (1.0 + y.abs()), "{what}[{i}]: {x} vs {y}");
+            assert!((x - y).abs() <= 1e-5 * (1.0 + y.abs()), "{what}[{i}] (groups of {group:?}): {x} vs {y}");
         }
     };
     let vec = |t: Tensor<A, 1>| t.into_data().to_vec::<f32>().unwrap();
     let make = || {
-        let mut bn = BatchNormConfig::new(7).with_epsilon(1e-3).with_momentum(0.03).init::<A>(&dev);
+        let mut bn = BatchNormConfig::new(7).with_epsilon(1e-3).with_momentum(0.03).init::<A>(dev);
         let p = |seed: f32| {
-            Tensor::<A, 1>::from_floats([0.0f32, 1., 2., 3., 4., 5., 6.], &dev).mul_scalar(0.37).add_scalar(seed).sin()
+            Tensor::<A, 1>::from_floats([0.0f32, 1., 2., 3., 4., 5., 6.], dev).mul_scalar(0.37).add_scalar(seed).sin()
         };
         bn.gamma = Param::from_tensor(p(0.3).add_scalar(1.5));
         bn.beta = Param::from_tensor(p(1.1));
@@ -69,11 +87,15 @@ fn batch_norm_nhwc_equals_burn_batch_norm() {
         bn.running_var = burn::module::RunningState::new(p(0.7).abs().add_scalar(0.2));
         bn
     };
-    let x = Tensor::<A, 4>::random([2, 5, 6, 7], Distribution::Normal(0.4, 2.0), &dev);
-    let r = Tensor::<A, 4>::random([2, 5, 6, 7], Distribution::Normal(0.0, 1.0), &dev);
+    let ours_fwd = |bn: &burn::nn::BatchNorm<A>, x: Tensor<A, 4>| match group {
+        Some(g) => batch_norm_nhwc_staged(bn, x, g),
+        None => batch_norm_nhwc(bn, x),
+    };
+    let x = Tensor::<A, 4>::random([2, 5, 6, 7], Distribution::Normal(0.4, 2.0), dev);
+    let r = Tensor::<A, 4>::random([2, 5, 6, 7], Distribution::Normal(0.0, 1.0), dev);
     let (ours, burn) = (make(), make());
     let (xo, xb) = (x.clone().require_grad(), x.clone().require_grad());
-    let yo = batch_norm_nhwc(&ours, xo.clone());
+    let yo = ours_fwd(&ours, xo.clone());
     let yb = burn.forward(xb.clone().permute([0, 3, 1, 2])).permute([0, 2, 3, 1]);
     close(vec(yo.clone().flatten(0, 3)), vec(yb.clone().flatten(0, 3)), "train output");
     close(vec(ours.running_mean.value()), vec(burn.running_mean.value()), "running mean");
@@ -87,7 +109,11 @@ fn batch_norm_nhwc_equals_burn_batch_norm() {
     // inference: the running statistics (no autodiff)
     let (ours, burn) = (make().valid(), make().valid());
     let x = x.inner();
-    let yo = batch_norm_nhwc(&ours, x.clone()).flatten::<1>(0, 3);
+    let yo = match group {
+        Some(g) => batch_norm_nhwc_staged(&ours, x.clone(), g),
+        None => batch_norm_nhwc(&ours, x.clone()),
+    }
+    .flatten::<1>(0, 3);
     let yb = burn.forward(x.permute([0, 3, 1, 2])).permute([0, 2, 3, 1]).flatten::<1>(0, 3);
     close(yo.into_data().to_vec().unwrap(), yb.into_data().to_vec().unwrap(), "inference output");
 }

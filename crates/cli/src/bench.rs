@@ -64,6 +64,10 @@ pub struct BenchArgs {
     /// One JSON object per batch size instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// With --train: also time the phases of a step apart (backbone + neck, heads, loss, backward, optimizer step; a device
+    /// synchronisation after each), over --runs more steps, printed as one extra line per batch size.
+    #[arg(long, requires = "train")]
+    pub phases: bool,
 }
 
 /// One batch size's result.
@@ -304,6 +308,49 @@ where
             sync::<AB>(device)
         })?;
         emit(row(args, batch, first, &times, memory_reserved(device)))?;
+        if args.phases {
+            // the phases of `train_forward` + backward + optimizer step, each ended by a device sync
+            const NAMES: [&str; 5] = ["backbone+neck", "heads", "loss", "backward", "optimizer"];
+            let mut phases: [Vec<f64>; 5] = Default::default();
+            for _ in 0..args.runs {
+                let m = model.take().context("the model was lost in an earlier step")?;
+                let mut marks = vec![Instant::now()];
+                let mark = |marks: &mut Vec<Instant>| -> anyhow::Result<()> {
+                    sync::<AB>(device)?;
+                    marks.push(Instant::now());
+                    Ok(())
+                };
+                let feats = m.forward_features(images.clone());
+                mark(&mut marks)?;
+                let shapes = yolo26_model::nn::head::feature_shapes(&feats);
+                let o2m = m.layer23.forward_one2many(&feats);
+                let detached: Vec<_> = feats.iter().map(|f| f.clone().detach()).collect();
+                let o2o = m.layer23.forward_one2one(&detached);
+                mark(&mut marks)?;
+                let anchors = yolo26_model::postprocess::Anchors::<AB>::new(&shapes, device);
+                let out = loss.forward(&o2m, &o2o, &anchors, &gt);
+                mark(&mut marks)?;
+                let grads = GradientsParams::from_grads(out.total.backward(), &m);
+                let mut named = HashMap::new();
+                accumulate_grads::<AB, _>(&m, grads, &mut named);
+                mark(&mut marks)?;
+                let (m, _) = opt.step::<AB, _>(m, named);
+                model = Some(m);
+                mark(&mut marks)?;
+                for (v, w) in phases.iter_mut().zip(marks.windows(2)) {
+                    v.push((w[1] - w[0]).as_secs_f64() * 1e3);
+                }
+            }
+            let parts: Vec<String> = NAMES
+                .iter()
+                .zip(phases.iter_mut())
+                .map(|(name, v)| {
+                    v.sort_by(f64::total_cmp);
+                    format!("{name} {:.1}", v[v.len() / 2])
+                })
+                .collect();
+            println!("phases, batch {batch} (median ms of {} steps): {}", args.runs, parts.join(", "));
+        }
     }
     Ok(())
 }
@@ -337,6 +384,7 @@ mod tests {
             runs: 2,
             train,
             json: true,
+            phases: false,
         }
     }
 

@@ -3,7 +3,7 @@
 //! `silu` on top, so its backward is Burn's (it needs the pre-activation, which the step's output is).
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::Autodiff;
-use burn::tensor::{activation, ops::FloatTensor, Tensor};
+use burn::tensor::{activation, ops::FloatTensor};
 
 use super::{Activation, Conv2dBackend, Conv2dSpec};
 use crate::autodiff_util::{constant, differentiable};
@@ -13,8 +13,9 @@ use crate::tensor_util::float;
 fn bias_grad<B: Conv2dBackend>(dy: FloatTensor<B>) -> FloatTensor<B> {
     let dy = float::<B, 4>(dy);
     let co = dy.dims()[3];
-    let rows: Tensor<B, 2> = dy.reshape([-1, co as i32]);
-    rows.sum_dim(0).reshape([co]).into_primitive().tensor()
+    let [b, h, w, _] = dy.dims();
+    let [a1, a2, a3] = super::row_stages::<B>(b * h * w, co);
+    super::reduce_rows(dy.reshape([a1, a2, a3, co]), false).reshape([co]).into_primitive().tensor()
 }
 
 impl<B: Conv2dBackend, C: CheckpointStrategy> Conv2dBackend for Autodiff<B, C> {

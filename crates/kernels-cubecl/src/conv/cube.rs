@@ -136,6 +136,7 @@ pub fn backward_data<R: CubeRuntime>(
         kernels::launch_dw_dgrad(&geo, &dy, &w, &dx);
     } else if !(spec.math == ConvMath::Fast
         && cubek_fits(&geo, dtype)
+        && cubek_dgrad_fits(&geo)
         && cubek_pass(Pass::BackwardData, &geo, &dy, &w, None, &dx).is_ok())
     {
         let (m, n, _) = kernels::gemm_dims(&geo, gemm::DGRAD);
@@ -179,6 +180,15 @@ pub fn backward_weight_partials<R: CubeRuntime>(
 fn cubek_fits(geo: &Conv2dGeometry, dtype: DType) -> bool {
     let half = matches!(dtype, DType::F16 | DType::BF16);
     geo.groups == 1 && (!half || (geo.c_in.is_multiple_of(8) && geo.c_out.is_multiple_of(8)))
+}
+
+/// Whether cubek's backward-data GEMM is tried (beyond [`cubek_fits`]): both channel counts multiples of 8 in every
+/// dtype. Measured on an H100 (2026-12-06): a yolo26n training step with TF32 (`bench --train --tf32`) failed with
+/// cubek's "too many data will be loaded" compilation error at execution (not at `launch_ref`, so the fallback
+/// cannot catch it). The failing shape was not isolated; the rule keeps off cubek the same small channel counts
+/// (the head's 4-channel convs) that failed in the f16 forward pass. The exact kernel takes those.
+fn cubek_dgrad_fits(geo: &Conv2dGeometry) -> bool {
+    geo.c_in.is_multiple_of(8) && geo.c_out.is_multiple_of(8)
 }
 
 /// Which cubek pass.

@@ -22,11 +22,13 @@ mod flex_grad;
 mod fusion;
 pub(crate) mod kernels;
 mod reference;
+mod rows;
 
 #[cfg(test)]
 mod tests;
 
 pub use reference::{reference_backward_data, reference_backward_weight, reference_forward};
+pub use rows::{reduce_rows, row_stages};
 
 use burn::tensor::{backend::Backend, ops::FloatTensor, Tensor, TensorPrimitive};
 
@@ -218,9 +220,9 @@ pub trait Conv2dBackend: Backend {
     /// Whether reducing an NHWC activation seen as the row-major `[B·H·W, C]` matrix over its rows (`mean_dim(0)`)
     /// is the cheap way to get per-channel statistics on this backend (the BatchNorm of a training step). `true` on
     /// Flex, whose transposing copies walk element by element (Burn's `BatchNorm` on a permuted view made a CPU
-    /// training step 4.7× slower). `false` on the CubeCL backends: a reduction over the rows with a handful of
-    /// columns runs about one unit per column, and a yolo26n training step on an H100 took 5,970 ms that way
-    /// instead of 692 ms with Burn's transpose-then-reduce.
+    /// training step 4.7× slower). `false` on the CubeCL backends, whose reductions run about one unit per output:
+    /// a reduction to a handful of columns is nearly serial there (a yolo26n training step on an H100 took 5,970
+    /// ms that way), so column reductions go in steps there ([`row_stages`]).
     const ROW_REDUCTIONS_ARE_FAST: bool = false;
 
     /// `act(conv(x, w) + bias)`, `[B, OH, OW, Co]` (see [`conv2d_nhwc`]).

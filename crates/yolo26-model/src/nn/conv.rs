@@ -15,7 +15,9 @@ use burn::prelude::*;
 use burn::tensor::activation::silu;
 /// The convolutions' arithmetic ([`set_conv_math`]).
 pub use kernels_cubecl::conv::ConvMath;
-use kernels_cubecl::conv::{conv2d_nhwc, weight_to_ohwi, Activation, Conv2dBackend, Conv2dSpec};
+use kernels_cubecl::conv::{
+    conv2d_nhwc, reduce_rows, row_stages, weight_to_ohwi, Activation, Conv2dBackend, Conv2dSpec,
+};
 
 use crate::YoloBackend;
 
@@ -56,36 +58,45 @@ pub fn conv2d_module_nhwc<B: YoloBackend>(conv: &Conv2d<B>, x: Tensor<B, 4>, act
     conv2d_nhwc(x, weight_to_ohwi(conv.weight.val()), conv.bias.as_ref().map(|b| b.val()), spec)
 }
 
-/// Burn's `BatchNorm::forward` on NHWC `x [B, H, W, C]`. Where the backend reduces rows fast
-/// ([`Conv2dBackend::ROW_REDUCTIONS_ARE_FAST`], Flex), the same arithmetic in the same order on `x` seen as the
-/// row-major matrix `[B·H·W, C]` (statistics as reductions over its rows, no permuted copies); elsewhere Burn's
-/// module on the permuted NCHW view. Under autodiff (training): batch mean and biased variance, running statistics
-/// updated with the module's momentum, as Burn (and, up to the variance's `n / (n − 1)`, torch) does; otherwise the
-/// running statistics.
+/// Burn's `BatchNorm::forward` on NHWC `x [B, H, W, C]`, without permuted copies: `x` is seen as the row-major
+/// `[A1, A2, A3, C]` array (`A1·A2·A3 = B·H·W` rows, [`row_stages`]: one axis on Flex, three on the CubeCL
+/// backends, whose reductions are slow to few outputs) and every statistic is a mean over the first three axes,
+/// every broadcast one of `[1, 1, 1, C]`. Under autodiff (training): batch mean and biased variance, running
+/// statistics updated with the module's momentum, as Burn (and, up to the variance's `n / (n − 1)`, torch) does;
+/// otherwise the running statistics.
 pub fn batch_norm_nhwc<B: Conv2dBackend>(bn: &BatchNorm<B>, x: Tensor<B, 4>) -> Tensor<B, 4> {
-    if !B::ROW_REDUCTIONS_ARE_FAST {
-        return bn.forward(x.permute([0, 3, 1, 2])).permute([0, 2, 3, 1]);
-    }
+    let [b, h, w, c] = x.dims();
+    batch_norm_nhwc_staged(bn, x, row_stages::<B>(b * h * w, c))
+}
+
+/// [`batch_norm_nhwc`] with the rows seen as `stages = [A1, A2, A3]` (whose product must be `B·H·W`).
+pub fn batch_norm_nhwc_staged<B: Conv2dBackend>(
+    bn: &BatchNorm<B>,
+    x: Tensor<B, 4>,
+    stages: [usize; 3],
+) -> Tensor<B, 4> {
     let dims = x.dims();
-    let c = dims[3];
-    let rows: Tensor<B, 2> = x.reshape([dims[0] * dims[1] * dims[2], c]);
-    let device = rows.device();
+    let (n, c) = (dims[0] * dims[1] * dims[2], dims[3]);
+    assert_eq!(stages.iter().product::<usize>(), n, "batch_norm_nhwc: stages {stages:?} for {n} rows");
+    let x: Tensor<B, 4> = x.reshape([stages[0], stages[1], stages[2], c]);
+    let device = x.device();
     let (mean, var) = if B::ad_enabled(&device) {
-        let mean = rows.clone().mean_dim(0);
-        let var = rows.clone().sub(mean.clone()).square().mean_dim(0);
+        let mean = reduce_rows(x.clone(), true);
+        let var = reduce_rows(x.clone().sub(mean.clone()).square(), true);
         let m = bn.momentum;
-        let update = |running: Tensor<B, 1>, batch: &Tensor<B, 2>| {
+        let update = |running: Tensor<B, 1>, batch: &Tensor<B, 4>| {
             running.to_device(&device).mul_scalar(1.0 - m).add(batch.clone().detach().mul_scalar(m).reshape([c]))
         };
         bn.running_mean.update(update(bn.running_mean.value_sync(), &mean).detach());
         bn.running_var.update(update(bn.running_var.value_sync(), &var).detach());
         (mean, var)
     } else {
-        let stat = |t: Tensor<B, 1>| t.to_device(&device).reshape([1, c]);
+        let stat = |t: Tensor<B, 1>| t.to_device(&device).reshape([1, 1, 1, c]);
         (stat(bn.running_mean.value()), stat(bn.running_var.value()))
     };
     let std = var.add_scalar(bn.epsilon).sqrt();
-    let y = rows.sub(mean).div(std).mul(bn.gamma.val().reshape([1, c])).add(bn.beta.val().reshape([1, c]));
+    let per_channel = |t: Tensor<B, 1>| t.reshape([1, 1, 1, c]);
+    let y = x.sub(mean).div(std).mul(per_channel(bn.gamma.val())).add(per_channel(bn.beta.val()));
     y.reshape(dims)
 }
 
