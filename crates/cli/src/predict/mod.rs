@@ -1,15 +1,23 @@
-//! `yolo26 predict`: detections as `DIR/predictions.json` plus one annotated image per input.
+//! `yolo26 predict`: detections as `DIR/predictions.json` plus one annotated image per input. A bad image is
+//! skipped and recorded, SIGINT / SIGTERM end the run with what is done written (`run_loop`); the output directory
+//! is numbered as ultralytics numbers it and never inside the source (`output`).
+
+mod output;
+mod run_loop;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use serde::Serialize;
 use yolo26_model::names::read_names;
-use yolo26_model::{DecodeMode, Detection, Detector, DetectorOptions, Scale};
+use yolo26_model::{DecodeMode, Detector, DetectorOptions, Scale};
 
 use crate::backend::{dispatch, Job};
+use output::{claim_output_dir, refuse_writing_into_source};
+use run_loop::{predict_all, Entry};
 
 #[derive(Args, Debug, Clone)]
 pub struct PredictArgs {
@@ -53,25 +61,13 @@ pub struct PredictArgs {
     /// Run in f16.
     #[arg(long)]
     pub half: bool,
-    /// Output directory.
+    /// Output directory; when it exists, the first free one of DIR2, DIR3, … is used (as ultralytics numbers
+    /// `runs/predict2`), unless --exist-ok.
     #[arg(long, default_value = "runs/predict")]
     pub out: PathBuf,
-}
-
-#[derive(Serialize)]
-struct ImageResult {
-    image: String,
-    width: u32,
-    height: u32,
-    detections: Vec<JsonDet>,
-}
-
-#[derive(Serialize)]
-struct JsonDet {
-    xyxy: [f32; 4],
-    score: f32,
-    class_id: usize,
-    class: String,
+    /// Write into --out even if it exists (files of the same name are replaced).
+    #[arg(long)]
+    pub exist_ok: bool,
 }
 
 const IMAGE_EXTS: [&str; 8] = ["jpg", "jpeg", "png", "bmp", "webp", "tif", "tiff", "gif"];
@@ -99,37 +95,6 @@ fn list_sources(src: &Path) -> anyhow::Result<Vec<PathBuf>> {
     }
 }
 
-/// The annotated copies keep their file names, so an output directory equal to the source directory (or to a
-/// source file's directory), or inside the source directory, would overwrite or mix with the inputs: refused.
-fn refuse_writing_into_source(source: &Path, out: &Path) -> anyhow::Result<()> {
-    let src = source.canonicalize().with_context(|| format!("--source {}", source.display()))?;
-    let src_dir = if src.is_dir() { src.clone() } else { src.parent().map(Path::to_path_buf).unwrap_or(src.clone()) };
-    // `out` may not exist yet: resolve its deepest existing ancestor, then append the rest
-    let abs = std::path::absolute(out).with_context(|| format!("--out {}", out.display()))?;
-    let mut existing = abs.as_path();
-    let mut rest = Vec::new();
-    while !existing.exists() {
-        match (existing.parent(), existing.file_name()) {
-            (Some(p), Some(name)) => {
-                rest.push(name.to_os_string());
-                existing = p;
-            }
-            _ => break,
-        }
-    }
-    let mut resolved = existing.canonicalize().unwrap_or_else(|_| existing.to_path_buf());
-    resolved.extend(rest.iter().rev());
-    if resolved == src_dir || (src.is_dir() && resolved.starts_with(&src)) {
-        bail!(
-            "--out {} would write into the source {} (annotated copies keep the input file names); choose another \
-             directory",
-            out.display(),
-            source.display()
-        );
-    }
-    Ok(())
-}
-
 impl Job for PredictArgs {
     fn run<B: yolo26_model::YoloBackend>(self, device: B::Device) -> anyhow::Result<()> {
         // --half: f16 storage on tensor cores (exact f32 otherwise)
@@ -152,7 +117,8 @@ impl Job for PredictArgs {
             multi_label: false,
         };
         let det = Detector::<B>::new(self.model, &self.weights, names, opts, &device)?;
-        std::fs::create_dir_all(&self.out).with_context(|| format!("cannot create {}", self.out.display()))?;
+        let out = claim_output_dir(&self.out, self.exist_ok)?;
+        refuse_writing_into_source(&self.source, &out)?;
         let bar = if sources.len() > 1 {
             let b = ProgressBar::new(sources.len() as u64);
             b.set_style(
@@ -162,41 +128,53 @@ impl Job for PredictArgs {
         } else {
             ProgressBar::hidden()
         };
-        let mut results = Vec::new();
-        for path in &sources {
-            bar.set_message(path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default());
-            let img = yolo26_imageio::read(path).with_context(|| path.display().to_string())?;
-            let dets = det.detect_batch(std::slice::from_ref(&img)).remove(0);
-            let mut rgb = img.clone();
-            annotate(&mut rgb, &dets);
-            let out_img = self.out.join(path.file_name().expect("file name"));
-            rgb.save(&out_img).with_context(|| format!("cannot write {}", out_img.display()))?;
-            results.push(ImageResult {
-                image: path.display().to_string(),
-                width: img.width(),
-                height: img.height(),
-                detections: dets
-                    .into_iter()
-                    .map(|d| JsonDet { xyxy: d.xyxy, score: d.score, class_id: d.class_id, class: d.class_name })
-                    .collect(),
-            });
-            bar.inc(1);
-        }
+        let signal = stop_on_signals()?;
+        let summary = predict_all(&det, &sources, &out, &|| signal.load(Ordering::Relaxed) != 0, &bar)?;
         bar.finish_and_clear();
-        let json_path = self.out.join("predictions.json");
-        let json = serde_json::to_string_pretty(&results).expect("serialisable");
-        std::fs::write(&json_path, json).with_context(|| format!("cannot write {}", json_path.display()))?;
-        for r in &results {
-            println!("{}: {} detections", r.image, r.detections.len());
+        for e in &summary.entries {
+            match e {
+                Entry::Done(r) => println!("{}: {} detections", r.image, r.detections.len()),
+                Entry::Skipped(s) => println!("{}: skipped ({})", s.image, s.error),
+            }
         }
-        println!("results in {}", self.out.display());
+        let done = summary.entries.len() - summary.skipped;
+        println!(
+            "{done} image(s) done, {} skipped, {} not reached; results in {}",
+            summary.skipped,
+            sources.len() - summary.entries.len(),
+            summary.json.display()
+        );
+        if summary.interrupted {
+            let sig = signal.load(Ordering::Relaxed);
+            eprintln!("interrupted by signal {sig}: {} holds the {done} image(s) done", summary.json.display());
+            std::process::exit(128 + sig as i32);
+        }
+        if summary.skipped > 0 {
+            bail!(
+                "{} of {} image(s) could not be read (error entries in {})",
+                summary.skipped,
+                sources.len(),
+                summary.json.display()
+            );
+        }
         Ok(())
     }
 }
 
-fn annotate(img: &mut image::RgbImage, dets: &[Detection]) {
-    let v: Vec<_> = dets.iter().map(|d| (d.xyxy, d.score, d.class_id, d.class_name.as_str())).collect();
-    yolo26_model::annotate::draw_detections(img, &v);
+/// SIGINT / SIGTERM set the returned number (the signal's) so the loop stops after the current image and writes
+/// what it has; a second signal while that happens ends the process at once (status 128 + signal).
+fn stop_on_signals() -> anyhow::Result<Arc<AtomicUsize>> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    use signal_hook::flag;
+    let which = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::new(AtomicBool::new(false));
+    for sig in [SIGINT, SIGTERM] {
+        // registered first, so the first signal finds `seen` false and only the second one exits
+        flag::register_conditional_shutdown(sig, 128 + sig, Arc::clone(&seen)).context("installing signal handlers")?;
+        flag::register(sig, Arc::clone(&seen)).context("installing signal handlers")?;
+        flag::register_usize(sig, Arc::clone(&which), sig as usize).context("installing signal handlers")?;
+    }
+    Ok(which)
 }
 
 pub fn run(args: PredictArgs) -> anyhow::Result<()> {
@@ -206,23 +184,12 @@ pub fn run(args: PredictArgs) -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::refuse_writing_into_source;
-
-    /// `--out` equal to the source directory, inside it, or equal to a source file's directory is refused (also
-    /// when spelled differently or not yet existing); a sibling directory is accepted.
+    /// A SIGTERM sets the stop flag to the signal's number instead of killing the process.
     #[test]
-    fn predict_never_writes_into_its_source() {
-        let root = std::env::temp_dir().join(format!("yolo26-predict-src-{}", std::process::id()));
-        let src = root.join("images");
-        std::fs::create_dir_all(&src).unwrap();
-        let file = src.join("a.png");
-        std::fs::write(&file, b"not read here").unwrap();
-        assert!(refuse_writing_into_source(&src, &src).is_err());
-        assert!(refuse_writing_into_source(&src, &src.join(".")).is_err());
-        assert!(refuse_writing_into_source(&src, &src.join("new/deeper")).is_err());
-        assert!(refuse_writing_into_source(&file, &root.join("images/../images")).is_err());
-        assert!(refuse_writing_into_source(&src, &root.join("out")).is_ok());
-        assert!(refuse_writing_into_source(&file, &root.join("out")).is_ok());
-        std::fs::remove_dir_all(&root).unwrap();
+    fn predict_signal_sets_the_stop_flag() {
+        let flag = super::stop_on_signals().unwrap();
+        assert_eq!(flag.load(std::sync::atomic::Ordering::Relaxed), 0);
+        signal_hook::low_level::raise(signal_hook::consts::SIGTERM).unwrap();
+        assert_eq!(flag.load(std::sync::atomic::Ordering::Relaxed), signal_hook::consts::SIGTERM as usize);
     }
 }
