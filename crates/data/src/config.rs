@@ -8,6 +8,10 @@ use serde_yaml::Value;
 
 use crate::DataError;
 
+/// Most classes a dataset may declare (`nc`, or the length of `names`): far above any detection dataset (LVIS has
+/// 1203), low enough that `nc: 1e30` is an error instead of a list of 10^30 generated names.
+pub const MAX_CLASSES: usize = 1 << 16;
+
 /// Image file extensions (lower case) accepted as images: ultralytics `IMG_FORMATS`.
 pub const IMG_FORMATS: [&str; 13] =
     ["avif", "bmp", "dng", "heic", "heif", "jp2", "jpeg", "jpg", "mpo", "png", "tif", "tiff", "webp"];
@@ -101,6 +105,9 @@ fn parse_names(file: &Path, v: &Value) -> Result<Vec<String>, DataError> {
     if names.is_empty() {
         return Err(yaml_err(file, "0-class dataset, at least one class name is required in 'names'"));
     }
+    if names.len() > MAX_CLASSES {
+        return Err(yaml_err(file, format!("{} class names exceed the limit of {MAX_CLASSES}", names.len())));
+    }
     Ok(names)
 }
 
@@ -124,7 +131,10 @@ fn parse_nc(file: &Path, v: &Value) -> Result<usize, DataError> {
         _ => None,
     };
     match f {
-        Some(f) if f.fract() == 0.0 && f >= 0.0 => Ok(f as usize),
+        Some(f) if f.fract() == 0.0 && f >= 0.0 && f <= MAX_CLASSES as f64 => Ok(f as usize),
+        Some(f) if f.fract() == 0.0 && f > 0.0 => {
+            Err(yaml_err(file, format!("'nc: {}' exceeds the limit of {MAX_CLASSES} classes", yaml_inline(v))))
+        }
         _ => Err(yaml_err(file, format!("'nc: {}' must be an integer", yaml_inline(v)))),
     }
 }
@@ -175,7 +185,13 @@ pub fn resolve(p: &Path) -> PathBuf {
 pub fn load_data_yaml(file: impl AsRef<Path>) -> Result<DataConfig, DataError> {
     let file = file.as_ref();
     let text = std::fs::read_to_string(file).map_err(|e| DataError::io(file, e))?;
-    let doc: Value = serde_yaml::from_str(&text).map_err(|e| yaml_err(file, format!("invalid YAML: {e}")))?;
+    parse_data_yaml(&text, file)
+}
+
+/// [`load_data_yaml`] on the text of `file` (already read; the file itself is not opened, its directory is the
+/// default dataset root and errors name it). Paths are resolved against the file system as there.
+pub fn parse_data_yaml(text: &str, file: &Path) -> Result<DataConfig, DataError> {
+    let doc: Value = serde_yaml::from_str(text).map_err(|e| yaml_err(file, format!("invalid YAML: {e}")))?;
     let Value::Mapping(map) = doc else {
         return Err(yaml_err(file, "the dataset YAML must be a mapping of keys (path, train, val, names)"));
     };

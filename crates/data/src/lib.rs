@@ -16,13 +16,15 @@ pub mod coco;
 pub mod config;
 pub mod dataset;
 mod error;
+#[cfg(test)]
+mod fuzz_tests;
 pub mod labels;
 pub mod loader;
 pub mod rect;
 pub mod scan;
 pub mod synthetic;
 
-pub use config::{img2label_path, img_files, load_data_yaml, DataConfig, IMG_FORMATS};
+pub use config::{img2label_path, img_files, load_data_yaml, parse_data_yaml, DataConfig, IMG_FORMATS, MAX_CLASSES};
 pub use dataset::{DataSource, Dataset, Entry, ImageSource, Split};
 pub use error::DataError;
 pub use labels::{LabelStatus, Labels};

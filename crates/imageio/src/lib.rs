@@ -24,6 +24,8 @@ use std::path::{Path, PathBuf};
 
 pub mod annotate;
 pub mod exif;
+#[cfg(test)]
+mod fuzz_tests;
 mod jpeg;
 mod other;
 pub mod preprocess;

@@ -99,14 +99,18 @@ pub enum DetectorError {
     Image(#[from] yolo26_imageio::DecodeError),
 }
 
-/// Number of classes of an ultralytics YOLO26 state_dict (from the first one-to-many class conv's bias).
+/// Number of classes of an ultralytics YOLO26 state_dict (from the first one-to-many class conv's bias; `None`
+/// unless that is a non-empty 1-D tensor, whose length the file's own bytes bound).
 pub fn infer_nc(map: &WeightMap) -> Option<usize> {
-    map.tensors.get("model.23.cv3.0.2.bias").map(|t| t.shape[0])
+    match map.tensors.get("model.23.cv3.0.2.bias")?.shape[..] {
+        [n] if n > 0 => Some(n),
+        _ => None,
+    }
 }
 
 /// The scale whose layer-0 width and layer-2 depth match the state_dict, if any.
 pub fn infer_scale(map: &WeightMap) -> Option<Scale> {
-    let c0 = map.tensors.get("model.0.conv.weight")?.shape[0];
+    let c0 = *map.tensors.get("model.0.conv.weight")?.shape.first()?;
     let deep = map.tensors.contains_key("model.2.m.1.cv1.conv.weight");
     Scale::ALL.into_iter().find(|s| {
         let cfg = Yolo26Config::new(*s, 1);

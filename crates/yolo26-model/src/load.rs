@@ -55,6 +55,19 @@ fn ignorable(key: &str) -> bool {
     key.ends_with(".num_batches_tracked")
 }
 
+/// Why the file's tensor `w` cannot fill a float parameter of the model: an integer / bool dtype (a checkpoint
+/// whose weights were saved as integers is corrupt, converting them would load garbage) or a NaN / infinite value.
+fn float_problem(key: &str, w: &WeightTensor) -> Option<String> {
+    if !w.dtype.is_float() {
+        return Some(format!(
+            "'{key}' is a {:?} tensor in the file, the model expects floating-point weights",
+            w.dtype
+        ));
+    }
+    let i = w.data.iter().position(|v| !v.is_finite())?;
+    Some(format!("'{key}' holds a non-finite value ({} at flat index {i})", w.data[i]))
+}
+
 struct Loader<'a> {
     map: &'a WeightMap,
     path: Vec<(String, String)>,
@@ -87,6 +100,10 @@ impl<B: Backend> ModuleMapper<B> for Loader<'_> {
                     ));
                     return Param::from_mapped_value(id, tensor, mapper);
                 }
+                if let Some(problem) = float_problem(&key, w) {
+                    self.problems.push(problem);
+                    return Param::from_mapped_value(id, tensor, mapper);
+                }
                 let device = tensor.device();
                 let dtype = tensor.dtype();
                 let t = Tensor::<B, D>::from_data(TensorData::new(w.data.clone(), model_shape), &device).cast(dtype);
@@ -96,8 +113,9 @@ impl<B: Backend> ModuleMapper<B> for Loader<'_> {
     }
 }
 
-/// Copies every tensor of `map` into `model`. Missing keys, unexpected keys and shape mismatches are errors naming
-/// the key and both shapes (nothing is loaded partially: on error the model is returned unchanged to nobody).
+/// Copies every tensor of `map` into `model`. Missing keys, unexpected keys, shape mismatches (naming both shapes),
+/// integer / bool tensors where the model has a float parameter and NaN / infinite values are errors naming the
+/// key (nothing is loaded partially: on error the model is returned unchanged to nobody).
 pub fn load_weights<B: Backend, M: Module<B>>(model: M, map: &WeightMap) -> Result<M, LoadError> {
     let mut loader = Loader { map, path: Vec::new(), used: BTreeSet::new(), problems: Vec::new() };
     let model = model.map(&mut loader);
@@ -168,6 +186,44 @@ pub fn cast_floats<B: Backend, M: Module<B>>(module: M, dtype: burn::tensor::DTy
 #[cfg(test)]
 mod tests {
     use super::ultralytics_key as translate;
+    use super::{collect_weights, load_weights};
+    use crate::weights::{FileDType, WeightMap};
+    use burn::backend::Flex;
+    use burn::nn::conv::{Conv2d, Conv2dConfig};
+
+    /// A conv layer and its weights as a weight file would hold them (`weight`, `bias`).
+    fn conv_and_map() -> (Conv2d<Flex>, WeightMap) {
+        let conv = Conv2dConfig::new([2, 3], [1, 1]).init::<Flex>(&Default::default());
+        let mut map = collect_weights(&conv);
+        map.source = "crafted.pt".into();
+        (conv, map)
+    }
+
+    #[test]
+    fn integer_weight_where_float_expected_names_the_key() {
+        let (conv, mut map) = conv_and_map();
+        assert!(map.tensors.contains_key("weight"), "{:?}", map.tensors.keys());
+        let w = map.tensors.get_mut("weight").unwrap();
+        w.dtype = FileDType::I64;
+        w.data.iter_mut().for_each(|v| *v = v.round());
+        let e = load_weights(conv.clone(), &map).unwrap_err().to_string();
+        assert!(e.contains("crafted.pt") && e.contains("'weight'") && e.contains("I64"), "{e}");
+        map.tensors.get_mut("weight").unwrap().dtype = FileDType::Bool;
+        let e = load_weights(conv, &map).unwrap_err().to_string();
+        assert!(e.contains("'weight'") && e.contains("Bool"), "{e}");
+    }
+
+    #[test]
+    fn nan_and_inf_weights_name_the_key() {
+        for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+            let (conv, mut map) = conv_and_map();
+            map.tensors.get_mut("bias").unwrap().data[1] = bad;
+            let e = load_weights(conv, &map).unwrap_err().to_string();
+            assert!(e.contains("crafted.pt") && e.contains("'bias'") && e.contains("non-finite"), "{e}");
+        }
+        let (conv, map) = conv_and_map();
+        assert!(load_weights(conv, &map).is_ok(), "the untouched map loads");
+    }
 
     fn p(v: &[(&str, &str)]) -> Vec<(String, String)> {
         v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()

@@ -5,10 +5,16 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+#[cfg(test)]
+mod fuzz_tests;
+#[cfg(test)]
+mod peak_alloc;
 pub mod pickle;
 pub mod pt;
 pub mod pt_write;
 pub mod safetensors_io;
+#[cfg(test)]
+mod tests;
 
 pub use pt::read_pt;
 pub use pt_write::{pt_bytes, write_pt, PtMeta};
@@ -33,6 +39,35 @@ pub enum FileDType {
     U8,
     /// `bool`.
     Bool,
+}
+
+impl FileDType {
+    /// A floating-point dtype (F64, F32, F16, BF16).
+    pub fn is_float(self) -> bool {
+        matches!(self, FileDType::F64 | FileDType::F32 | FileDType::F16 | FileDType::BF16)
+    }
+}
+
+/// Element count of a tensor shape claimed by a file, or `None` for a shape no real tensor has: the product of the
+/// dimensions, zero-sized ones counted as 1, must stay below `isize::MAX / 8`, so that no later product of
+/// dimensions or strides overflows, not even for an empty tensor whose other dimensions are huge.
+pub(crate) fn checked_numel(shape: &[usize]) -> Option<usize> {
+    let max = isize::MAX as usize / 8;
+    let nonzero = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d.max(1)).filter(|&p| p <= max))?;
+    Some(if shape.contains(&0) { 0 } else { nonzero })
+}
+
+/// The first NaN or infinite value of a float tensor as an error reason (`None` when all are finite). Readers
+/// refuse such weights by name rather than let them turn every prediction into garbage.
+pub(crate) fn non_finite(t: &WeightTensor) -> Option<String> {
+    if !t.dtype.is_float() {
+        return None;
+    }
+    let i = t.data.iter().position(|v| !v.is_finite())?;
+    Some(format!(
+        "holds a non-finite value ({} at flat index {i} of shape {:?}, {:?} in the file)",
+        t.data[i], t.shape, t.dtype
+    ))
 }
 
 /// One tensor read from a weight file: logical (contiguous, row-major) shape and values widened to `f32`.

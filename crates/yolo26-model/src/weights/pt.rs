@@ -14,6 +14,12 @@
 //!   or a list) becomes [`WeightMap::names`];
 //! * plain state_dicts: a dict of tensors, at the top level or under a key `model` / `ema` / `state_dict`;
 //! * a bare pickled `nn.Module`.
+//!
+//! The file is untrusted input: every archive entry is read only as far as its bytes in the archive allow
+//! (`read_entry`), every view is checked against its storage before anything is allocated, all index arithmetic
+//! is checked, the `f32` values materialised over the whole file are limited to [`EXPANSION`]× the file size
+//! (stride-0 views could otherwise repeat a few bytes into gigabytes), and NaN / infinite float weights are refused
+//! naming the tensor.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{Cursor, Read};
@@ -23,6 +29,16 @@ use super::pickle::{self, Object, Value};
 use super::{FileDType, WeightMap, WeightTensor, WeightsError};
 
 const FORMAT: &str = "PyTorch .pt";
+
+/// Bytes of `f32` values a `.pt` file may expand into: `EXPANSION`× its own size, at least [`MIN_BUDGET`]. Real
+/// checkpoints stay far below (widening f16 → f32 doubles, u8 → f32 quadruples, a storage shared by two tensors
+/// is read twice); only stride-0 or overlapping views can repeat bytes beyond that, and a crafted one is refused.
+pub const EXPANSION: usize = 16;
+/// Floor of the expansion budget, so that tiny files may still hold a broadcast (stride-0) tensor or two.
+pub const MIN_BUDGET: usize = 16 << 20;
+/// Most a compressed archive entry may inflate to, relative to its compressed size (`torch.save` stores entries
+/// uncompressed; a deflate bomb is refused instead of filling memory).
+const MAX_INFLATE: u64 = 64;
 
 /// Reads a PyTorch zip-format `.pt` file (ultralytics checkpoint, state_dict, or pickled module) into a [`WeightMap`].
 pub fn read_pt(path: &Path) -> Result<WeightMap, WeightsError> {
@@ -55,8 +71,8 @@ pub fn read_pt_bytes(bytes: &[u8], path: &Path) -> Result<WeightMap, WeightsErro
         .ok_or_else(|| fmt_err("no data.pkl in the archive (not a torch.save file?)".into()))?;
     let prefix = pkl_name[..pkl_name.len() - "data.pkl".len()].to_string();
 
-    let pkl = read_entry(&mut archive, &pkl_name).map_err(|e| fmt_err(format!("{pkl_name}: {e}")))?;
-    let big_endian = match read_entry(&mut archive, &format!("{prefix}byteorder")) {
+    let pkl = read_entry(&mut archive, &pkl_name, bytes.len()).map_err(|e| fmt_err(format!("{pkl_name}: {e}")))?;
+    let big_endian = match read_entry(&mut archive, &format!("{prefix}byteorder"), bytes.len()) {
         Ok(b) => match std::str::from_utf8(&b).map(str::trim) {
             Ok("little") => false,
             Ok("big") => true,
@@ -68,7 +84,17 @@ pub fn read_pt_bytes(bytes: &[u8], path: &Path) -> Result<WeightMap, WeightsErro
     };
     let root = pickle::unpickle(&pkl).map_err(|e| fmt_err(format!("{pkl_name}: {e}")))?;
 
-    let mut ctx = Ctx { path, archive, prefix, big_endian, storages: HashMap::new(), tensors: BTreeMap::new() };
+    let budget = bytes.len().saturating_mul(EXPANSION).max(MIN_BUDGET);
+    let mut ctx = Ctx {
+        path,
+        archive,
+        archive_len: bytes.len(),
+        prefix,
+        big_endian,
+        storages: HashMap::new(),
+        tensors: BTreeMap::new(),
+        budget,
+    };
     let names = ctx.interpret(&root)?;
     Ok(WeightMap { tensors: ctx.tensors, source: path.to_path_buf(), names })
 }
@@ -79,21 +105,37 @@ fn is_legacy_torch(bytes: &[u8]) -> bool {
         || (bytes.len() > 262 && &bytes[257..262] == b"ustar")
 }
 
-fn read_entry(archive: &mut zip::ZipArchive<Cursor<&[u8]>>, name: &str) -> Result<Vec<u8>, String> {
-    let mut f = archive.by_name(name).map_err(|e| e.to_string())?;
-    // The declared size is only a capacity hint (never trusted beyond the archive's own size).
-    let mut out = Vec::with_capacity((f.size() as usize).min(1 << 30));
-    f.read_to_end(&mut out).map_err(|e| e.to_string())?;
+/// Reads one archive entry, never trusting its declared size: a stored entry yields at most its bytes in the
+/// archive, a compressed one at most [`MAX_INFLATE`]× its compressed size (+1 KiB); the capacity reserved up front
+/// is bounded the same way.
+fn read_entry(archive: &mut zip::ZipArchive<Cursor<&[u8]>>, name: &str, archive_len: usize) -> Result<Vec<u8>, String> {
+    let f = archive.by_name(name).map_err(|e| e.to_string())?;
+    let packed = f.compressed_size().min(archive_len as u64);
+    let limit = match f.compression() {
+        zip::CompressionMethod::Stored => packed,
+        _ => packed.saturating_mul(MAX_INFLATE).saturating_add(1024),
+    };
+    if f.size() > limit {
+        return Err(format!("entry claims {} bytes, more than its {packed} bytes in the archive can hold", f.size()));
+    }
+    let mut out = Vec::with_capacity(f.size() as usize);
+    f.take(limit + 1).read_to_end(&mut out).map_err(|e| e.to_string())?;
+    if out.len() as u64 > limit {
+        return Err(format!("entry inflates beyond {limit} bytes"));
+    }
     Ok(out)
 }
 
 struct Ctx<'a> {
     path: &'a Path,
     archive: zip::ZipArchive<Cursor<&'a [u8]>>,
+    archive_len: usize,
     prefix: String,
     big_endian: bool,
     storages: HashMap<String, Vec<u8>>,
     tensors: BTreeMap<String, WeightTensor>,
+    /// Bytes of `f32` values the remaining tensors may still materialise (see [`EXPANSION`]).
+    budget: usize,
 }
 
 /// `(dtype, bytes per element)` for a storage class or dtype global.
@@ -178,7 +220,7 @@ fn names_from(v: &Value) -> Option<Vec<String>> {
                 };
                 pairs.push((i, v.as_str()?.to_string()));
             }
-            let n = pairs.iter().map(|(i, _)| i + 1).max().unwrap_or(0);
+            let n = pairs.iter().map(|(i, _)| i.saturating_add(1)).max().unwrap_or(0);
             if n > d.len().saturating_mul(2).max(16) {
                 return None; // absurdly sparse ids
             }
@@ -393,7 +435,7 @@ impl Ctx<'_> {
     fn storage_bytes(&mut self, key: &str, storage_key: &str) -> Result<&[u8], WeightsError> {
         if !self.storages.contains_key(storage_key) {
             let name = format!("{}data/{storage_key}", self.prefix);
-            let bytes = read_entry(&mut self.archive, &name)
+            let bytes = read_entry(&mut self.archive, &name, self.archive_len)
                 .map_err(|e| self.tensor_err(key, format!("cannot read storage {name}: {e}")))?;
             self.storages.insert(storage_key.to_string(), bytes);
         }
@@ -442,85 +484,99 @@ impl Ctx<'_> {
         let shape: Vec<usize> = size.iter().map(|&s| s as usize).collect();
         let stride: Vec<usize> = stride.iter().map(|&s| s as usize).collect();
         let offset = offset as usize;
-        let numel = shape
-            .iter()
-            .try_fold(1usize, |a, &s| a.checked_mul(s))
-            .ok_or_else(|| self.tensor_err(key, format!("shape {shape:?} overflows")))?;
+        let numel = super::checked_numel(&shape)
+            .ok_or_else(|| self.tensor_err(key, format!("shape {shape:?} is larger than any tensor can be")))?;
 
         let big_endian = self.big_endian;
-        let path = self.path.to_path_buf();
-        let bytes = self.storage_bytes(key, &storage_key)?;
-        let storage_elems = bytes.len() / esize;
+        let storage_len = self.storage_bytes(key, &storage_key)?.len();
+        let storage_elems = storage_len / esize;
         if declared_numel >= 0 && dtype_override.is_none() {
             let need = (declared_numel as u128) * esize as u128;
-            if (bytes.len() as u128) < need {
-                return Err(WeightsError::Tensor {
-                    path,
-                    key: key.to_string(),
-                    reason: format!(
-                        "storage data/{storage_key} has {} bytes, expected {need} ({declared_numel} elements)",
-                        bytes.len()
+            if (storage_len as u128) < need {
+                return Err(self.tensor_err(
+                    key,
+                    format!(
+                        "storage data/{storage_key} has {storage_len} bytes, expected {need} \
+                         ({declared_numel} elements)"
                     ),
-                });
+                ));
             }
         }
+        if numel == 0 {
+            return Ok(WeightTensor { shape, dtype, data: Vec::new() });
+        }
+        // Every index the view touches lies in the storage: offset + Σ (size - 1) · stride < storage elements.
+        let last = shape.iter().zip(&stride).try_fold(offset, |acc, (&n, &s)| acc.checked_add((n - 1).checked_mul(s)?));
+        if last.is_none_or(|l| l >= storage_elems) {
+            return Err(self.tensor_err(
+                key,
+                format!(
+                    "view (offset {offset}, size {shape:?}, stride {stride:?}) exceeds its storage data/{storage_key} \
+                     of {storage_elems} elements"
+                ),
+            ));
+        }
+        // Stride-0 / overlapping views repeat storage elements: bound what the whole file may materialise.
+        let out_bytes = numel * std::mem::size_of::<f32>();
+        if out_bytes > self.budget {
+            return Err(self.tensor_err(
+                key,
+                format!(
+                    "view (size {shape:?}, stride {stride:?}) of storage data/{storage_key} ({storage_len} bytes) \
+                     would materialise {out_bytes} bytes, more than the {} bytes left of the file's budget \
+                     ({EXPANSION}x its size)",
+                    self.budget
+                ),
+            ));
+        }
+        self.budget -= out_bytes;
 
+        // From here on no index can leave the storage (checked above), so plain arithmetic is safe.
+        let bytes = &self.storages[&storage_key];
         let mut data = Vec::with_capacity(numel);
-        if numel > 0 {
-            // Highest storage index touched by the view.
-            let mut last = offset as u128;
-            for (&n, &s) in shape.iter().zip(&stride) {
-                last += (n as u128 - 1) * s as u128;
-            }
-            if last >= storage_elems as u128 {
-                return Err(WeightsError::Tensor {
-                    path,
-                    key: key.to_string(),
-                    reason: format!(
-                        "view (offset {offset}, size {shape:?}, stride {stride:?}) exceeds its storage data/{storage_key} \
-                         of {storage_elems} elements"
-                    ),
-                });
-            }
-            let contiguous = {
-                let mut expect = 1usize;
-                let mut ok = true;
-                for (&n, &s) in shape.iter().zip(&stride).rev() {
-                    if n != 1 && s != expect {
-                        ok = false;
-                        break;
-                    }
-                    expect *= n;
+        let contiguous = {
+            let mut expect = 1usize;
+            let mut ok = true;
+            for (&n, &s) in shape.iter().zip(&stride).rev() {
+                if n != 1 && s != expect {
+                    ok = false;
+                    break;
                 }
-                ok
-            };
-            if contiguous {
-                let chunk = &bytes[offset * esize..(offset + numel) * esize];
-                for e in chunk.chunks_exact(esize) {
-                    data.push(decode(dtype, e, big_endian));
-                }
-            } else {
-                // Odometer over the logical index, row-major.
-                let nd = shape.len();
-                let mut idx = vec![0usize; nd];
-                let mut pos = offset;
-                for _ in 0..numel {
-                    data.push(decode(dtype, &bytes[pos * esize..(pos + 1) * esize], big_endian));
-                    let mut d = nd;
-                    while d > 0 {
-                        d -= 1;
+                expect *= n;
+            }
+            ok
+        };
+        if contiguous {
+            let chunk = &bytes[offset * esize..(offset + numel) * esize];
+            for e in chunk.chunks_exact(esize) {
+                data.push(decode(dtype, e, big_endian));
+            }
+        } else {
+            // Odometer over the logical index, row-major; dimensions of size 1 never move, so their stride (which
+            // the bound above ignores) is never added.
+            let nd = shape.len();
+            let mut idx = vec![0usize; nd];
+            let mut pos = offset;
+            for _ in 0..numel {
+                data.push(decode(dtype, &bytes[pos * esize..(pos + 1) * esize], big_endian));
+                let mut d = nd;
+                while d > 0 {
+                    d -= 1;
+                    if idx[d] + 1 < shape[d] {
                         idx[d] += 1;
                         pos += stride[d];
-                        if idx[d] < shape[d] {
-                            break;
-                        }
-                        pos -= stride[d] * shape[d];
-                        idx[d] = 0;
+                        break;
                     }
+                    pos -= stride[d] * idx[d];
+                    idx[d] = 0;
                 }
             }
         }
-        Ok(WeightTensor { shape, dtype, data })
+        let t = WeightTensor { shape, dtype, data };
+        if let Some(reason) = super::non_finite(&t) {
+            return Err(self.tensor_err(key, reason));
+        }
+        Ok(t)
     }
 }
 

@@ -42,30 +42,30 @@ pub struct PtMeta {
     pub half: bool,
 }
 
-/// A minimal protocol-2 pickle writer.
+/// A minimal protocol-2 pickle writer (also used by the tests to craft hostile `.pt` files).
 #[derive(Default)]
-struct Pickler {
-    out: Vec<u8>,
+pub(super) struct Pickler {
+    pub(super) out: Vec<u8>,
     memo: u32,
 }
 
 impl Pickler {
-    fn op(&mut self, o: u8) -> &mut Self {
+    pub(super) fn op(&mut self, o: u8) -> &mut Self {
         self.out.push(o);
         self
     }
-    fn global(&mut self, module: &str, name: &str) -> &mut Self {
+    pub(super) fn global(&mut self, module: &str, name: &str) -> &mut Self {
         self.out.push(op::GLOBAL);
         self.out.extend_from_slice(format!("{module}\n{name}\n").as_bytes());
         self
     }
-    fn str(&mut self, s: &str) -> &mut Self {
+    pub(super) fn str(&mut self, s: &str) -> &mut Self {
         self.out.push(op::BINUNICODE);
         self.out.extend_from_slice(&(s.len() as u32).to_le_bytes());
         self.out.extend_from_slice(s.as_bytes());
         self
     }
-    fn int(&mut self, v: i64) -> &mut Self {
+    pub(super) fn int(&mut self, v: i64) -> &mut Self {
         if let Ok(v) = i32::try_from(v) {
             self.out.push(op::BININT);
             self.out.extend_from_slice(&v.to_le_bytes());
@@ -93,7 +93,7 @@ impl Pickler {
         self
     }
     /// `func(*args)` where `args` pushes the arguments.
-    fn call(&mut self, module: &str, name: &str, args: impl FnOnce(&mut Self)) -> &mut Self {
+    pub(super) fn call(&mut self, module: &str, name: &str, args: impl FnOnce(&mut Self)) -> &mut Self {
         self.global(module, name).op(op::MARK);
         args(self);
         self.op(op::TUPLE).op(op::REDUCE)
@@ -102,23 +102,40 @@ impl Pickler {
     fn ordered_dict(&mut self) -> &mut Self {
         self.global("collections", "OrderedDict").op(op::EMPTY_TUPLE).op(op::REDUCE)
     }
-    /// A tensor of `dims` whose data is storage `key` (`numel` elements of `storage`, e.g. `FloatStorage`).
+    /// A contiguous tensor of `dims` whose data is storage `key` (`numel` elements of `storage`, e.g.
+    /// `FloatStorage`).
     fn tensor(&mut self, storage: &str, key: &str, dims: &[usize]) -> &mut Self {
         let numel: usize = dims.iter().product();
         let mut strides = vec![1usize; dims.len()];
         for i in (0..dims.len().saturating_sub(1)).rev() {
             strides[i] = strides[i + 1] * dims[i + 1];
         }
+        let dims: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
+        let strides: Vec<i64> = strides.iter().map(|&s| s as i64).collect();
+        self.tensor_view(storage, key, numel as i64, 0, &dims, &strides)
+    }
+
+    /// `_rebuild_tensor_v2(('storage', torch.<storage>, key, 'cpu', numel), offset, dims, strides, False,
+    /// OrderedDict())`: any view, as written, of a storage claiming `numel` elements.
+    pub(super) fn tensor_view(
+        &mut self,
+        storage: &str,
+        key: &str,
+        numel: i64,
+        offset: i64,
+        dims: &[i64],
+        strides: &[i64],
+    ) -> &mut Self {
         self.call("torch._utils", "_rebuild_tensor_v2", |p| {
-            p.op(op::MARK).str("storage").global("torch", storage).str(key).str("cpu").int(numel as i64);
+            p.op(op::MARK).str("storage").global("torch", storage).str(key).str("cpu").int(numel);
             p.op(op::TUPLE).op(op::BINPERSID);
-            p.int(0).op(op::MARK);
+            p.int(offset).op(op::MARK);
             dims.iter().for_each(|&d| {
-                p.int(d as i64);
+                p.int(d);
             });
             p.op(op::TUPLE).op(op::MARK);
             strides.iter().for_each(|&s| {
-                p.int(s as i64);
+                p.int(s);
             });
             p.op(op::TUPLE).bool(false).ordered_dict();
         })
@@ -146,6 +163,15 @@ pub fn pt_bytes(map: &WeightMap, meta: &PtMeta) -> Result<Vec<u8>, WeightsError>
                 key: k.clone(),
                 reason: "holds NaN or infinite values".into(),
             });
+        }
+        if meta.half && t.dtype != FileDType::I64 {
+            if let Some(v) = t.data.iter().find(|v| !half::f16::from_f32(**v).is_finite()) {
+                return Err(WeightsError::Tensor {
+                    path: map.source.clone(),
+                    key: k.clone(),
+                    reason: format!("value {v} does not fit in float16"),
+                });
+            }
         }
         let key = records.len().to_string();
         let (storage, bytes) = if meta.half && t.dtype != FileDType::I64 {
@@ -223,8 +249,11 @@ pub fn pt_bytes(map: &WeightMap, meta: &PtMeta) -> Result<Vec<u8>, WeightsError>
     p.op(op::SETITEMS).op(op::STOP);
 
     let mut zip = zip::ZipWriter::new(Cursor::new(Vec::new()));
-    let stored =
-        zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored).with_alignment(64);
+    // A fixed timestamp (the zip epoch) keeps the bytes identical from run to run.
+    let stored = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Stored)
+        .last_modified_time(zip::DateTime::default())
+        .with_alignment(64);
     let mut add = |name: &str, bytes: &[u8]| -> Result<(), WeightsError> {
         zip.start_file(format!("archive/{name}"), stored).map_err(|e| err(format!("zip {name}: {e}")))?;
         zip.write_all(bytes).map_err(|e| err(format!("zip {name}: {e}")))

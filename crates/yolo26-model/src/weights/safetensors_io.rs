@@ -4,11 +4,18 @@
 //! Writing stores floating-point tensors in the requested dtype and integer/bool tensors in their own dtype (so
 //! `num_batches_tracked` stays I64). Class names round-trip through the `__metadata__` entry `names` (a JSON list;
 //! a JSON object `{"0": "person", ...}` is accepted on read).
+//!
+//! Reading treats the file as untrusted: the `safetensors` crate checks the header and every data offset; shapes
+//! are re-checked here for overflow ([`super::checked_numel`]) and NaN / infinite float values are refused naming
+//! the tensor. Writing is byte-deterministic: the header is serialised here (metadata sorted by key, tensors in
+//! data order) because `safetensors::serialize` takes the metadata as a `HashMap`, whose order changes per run.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::path::Path;
 
+use safetensors::tensor::TensorInfo;
 use safetensors::{Dtype, SafeTensors};
+use serde::ser::{Serialize, SerializeMap, Serializer};
 
 use super::{FileDType, WeightMap, WeightTensor, WeightsError};
 
@@ -50,11 +57,15 @@ pub fn read_safetensors_bytes(bytes: &[u8], path: &Path) -> Result<WeightMap, We
             Dtype::BOOL => (FileDType::Bool, b.iter().map(|&c| (c != 0) as u8 as f32).collect()),
             other => return Err(terr(format!("unsupported dtype {other:?}"))),
         };
-        let numel: usize = view.shape().iter().product();
-        if data.len() != numel {
+        let numel = super::checked_numel(view.shape());
+        if numel != Some(data.len()) {
             return Err(terr(format!("{} values for shape {:?}", data.len(), view.shape())));
         }
-        map.tensors.insert(name, WeightTensor { shape: view.shape().to_vec(), dtype, data });
+        let t = WeightTensor { shape: view.shape().to_vec(), dtype, data };
+        if let Some(reason) = super::non_finite(&t) {
+            return Err(terr(reason));
+        }
+        map.tensors.insert(name, t);
     }
     Ok(map)
 }
@@ -73,7 +84,7 @@ fn parse_names(s: &str) -> Option<Vec<String>> {
             for (k, v) in o {
                 pairs.push((k.parse::<usize>().ok()?, v.as_str()?.to_string()));
             }
-            let n = pairs.iter().map(|(i, _)| i + 1).max().unwrap_or(0);
+            let n = pairs.iter().map(|(i, _)| i.saturating_add(1)).max().unwrap_or(0);
             if n > pairs.len().saturating_mul(2).max(16) {
                 return None;
             }
@@ -95,7 +106,7 @@ pub fn write_safetensors(map: &WeightMap, path: &Path, float_dtype: FileDType) -
 }
 
 /// The safetensors file [`write_safetensors`] writes, as bytes, with `extra` string pairs added to
-/// `__metadata__` (`path` only names the file in errors).
+/// `__metadata__` (`path` only names the file in errors). The same map gives the same bytes on every run.
 pub fn safetensors_bytes(
     map: &WeightMap,
     path: &Path,
@@ -103,23 +114,32 @@ pub fn safetensors_bytes(
     extra: &[(String, String)],
 ) -> Result<Vec<u8>, WeightsError> {
     let fmt_err = |reason: String| WeightsError::Format { path: path.to_path_buf(), format: FORMAT, reason };
-    if !matches!(float_dtype, FileDType::F32 | FileDType::F16 | FileDType::BF16 | FileDType::F64) {
+    if !float_dtype.is_float() {
         return Err(fmt_err(format!("cannot write floating-point tensors as {float_dtype:?}")));
     }
-    let mut blobs: Vec<(String, Dtype, Vec<usize>, Vec<u8>)> = Vec::with_capacity(map.tensors.len());
+    let mut blobs: Vec<(&str, Dtype, Vec<usize>, Vec<u8>)> = Vec::with_capacity(map.tensors.len());
     for (key, t) in &map.tensors {
         let terr = |reason: String| WeightsError::Tensor { path: path.to_path_buf(), key: key.clone(), reason };
-        let numel = t.shape.iter().try_fold(1usize, |a, &s| a.checked_mul(s));
-        if numel != Some(t.data.len()) {
+        if key == "__metadata__" {
+            return Err(terr("the name is reserved for the safetensors metadata".into()));
+        }
+        if super::checked_numel(&t.shape) != Some(t.data.len()) {
             return Err(terr(format!("{} values for shape {:?}", t.data.len(), t.shape)));
         }
-        let is_float = matches!(t.dtype, FileDType::F64 | FileDType::F32 | FileDType::F16 | FileDType::BF16);
-        let out = if is_float { float_dtype } else { t.dtype };
+        let out = if t.dtype.is_float() { float_dtype } else { t.dtype };
         let (dt, bytes): (Dtype, Vec<u8>) = match out {
             FileDType::F64 => (Dtype::F64, t.data.iter().flat_map(|&v| (v as f64).to_le_bytes()).collect()),
             FileDType::F32 => (Dtype::F32, t.data.iter().flat_map(|&v| v.to_le_bytes()).collect()),
-            FileDType::F16 => (Dtype::F16, t.data.iter().flat_map(|&v| half::f16::from_f32(v).to_le_bytes()).collect()),
+            FileDType::F16 => {
+                if let Some(v) = t.data.iter().find(|v| v.is_finite() && !half::f16::from_f32(**v).is_finite()) {
+                    return Err(terr(format!("value {v} does not fit in F16")));
+                }
+                (Dtype::F16, t.data.iter().flat_map(|&v| half::f16::from_f32(v).to_le_bytes()).collect())
+            }
             FileDType::BF16 => {
+                if let Some(v) = t.data.iter().find(|v| v.is_finite() && !half::bf16::from_f32(**v).is_finite()) {
+                    return Err(terr(format!("value {v} does not fit in BF16")));
+                }
                 (Dtype::BF16, t.data.iter().flat_map(|&v| half::bf16::from_f32(v).to_le_bytes()).collect())
             }
             FileDType::I64 => (Dtype::I64, t.data.iter().flat_map(|&v| (v.round() as i64).to_le_bytes()).collect()),
@@ -127,15 +147,9 @@ pub fn safetensors_bytes(
             FileDType::U8 => (Dtype::U8, t.data.iter().map(|&v| v.round().clamp(0.0, 255.0) as u8).collect()),
             FileDType::Bool => (Dtype::BOOL, t.data.iter().map(|&v| (v != 0.0) as u8).collect()),
         };
-        blobs.push((key.clone(), dt, t.shape.clone(), bytes));
+        blobs.push((key.as_str(), dt, t.shape.clone(), bytes));
     }
-    let mut views = Vec::with_capacity(blobs.len());
-    for (key, dt, shape, bytes) in &blobs {
-        let view = safetensors::tensor::TensorView::new(*dt, shape.clone(), bytes)
-            .map_err(|e| WeightsError::Tensor { path: path.to_path_buf(), key: key.clone(), reason: e.to_string() })?;
-        views.push((key.as_str(), view));
-    }
-    let mut meta = HashMap::new();
+    let mut meta = BTreeMap::new();
     meta.insert("format".to_string(), "pt".to_string());
     if let Some(names) = &map.names {
         let json = serde_json::to_string(names).map_err(|e| fmt_err(e.to_string()))?;
@@ -144,5 +158,55 @@ pub fn safetensors_bytes(
     for (k, v) in extra {
         meta.insert(k.clone(), v.clone());
     }
-    safetensors::serialize(views, Some(meta)).map_err(|e| fmt_err(e.to_string()))
+    let bytes = serialize(blobs, &meta).map_err(fmt_err)?;
+    // What we write must read back: the crate's own validation of header and offsets.
+    SafeTensors::deserialize(&bytes).map_err(|e| fmt_err(format!("internal error, invalid output: {e}")))?;
+    Ok(bytes)
+}
+
+/// The header of a safetensors file: `__metadata__` first (a `BTreeMap`, so sorted by key), then the tensors in
+/// the order of their data.
+struct Header<'a> {
+    meta: &'a BTreeMap<String, String>,
+    tensors: Vec<(&'a str, TensorInfo)>,
+}
+
+impl Serialize for Header<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.tensors.len() + 1))?;
+        if !self.meta.is_empty() {
+            m.serialize_entry("__metadata__", self.meta)?;
+        }
+        for (name, info) in &self.tensors {
+            m.serialize_entry(name, info)?;
+        }
+        m.end()
+    }
+}
+
+/// The safetensors layout of `safetensors::serialize`: data sorted by descending dtype alignment, then by name;
+/// an 8-byte little-endian header length; the JSON header padded with spaces to a multiple of 8; the data.
+fn serialize(
+    mut blobs: Vec<(&str, Dtype, Vec<usize>, Vec<u8>)>,
+    meta: &BTreeMap<String, String>,
+) -> Result<Vec<u8>, String> {
+    blobs.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let mut offset = 0usize;
+    let mut tensors = Vec::with_capacity(blobs.len());
+    for (name, dtype, shape, bytes) in &blobs {
+        tensors.push((
+            *name,
+            TensorInfo { dtype: *dtype, shape: shape.clone(), data_offsets: (offset, offset + bytes.len()) },
+        ));
+        offset += bytes.len();
+    }
+    let mut header = serde_json::to_vec(&Header { meta, tensors }).map_err(|e| e.to_string())?;
+    header.resize(header.len().next_multiple_of(8), b' ');
+    let mut out = Vec::with_capacity(8 + header.len() + offset);
+    out.extend_from_slice(&(header.len() as u64).to_le_bytes());
+    out.extend_from_slice(&header);
+    for (_, _, _, bytes) in &blobs {
+        out.extend_from_slice(bytes);
+    }
+    Ok(out)
 }

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use super::machine::{Node, V};
-use super::{Object, Value, MAX_DEPTH, MAX_NODES};
+use super::{Object, Value, MAX_DEPTH};
 
 // ---------------------------------------------------------------------------------------------------------------
 // Copying the arena graph out into an owned tree.
@@ -12,7 +12,9 @@ use super::{Object, Value, MAX_DEPTH, MAX_NODES};
 pub(super) struct Freezer<'a> {
     pub(super) arena: &'a [Node],
     pub(super) visiting: Vec<bool>,
-    pub(super) nodes: usize,
+    /// Values the tree may still hold.
+    pub(super) nodes_left: usize,
+    /// String / bytes / global-name bytes the tree may still hold.
     pub(super) bytes_left: usize,
 }
 
@@ -40,13 +42,15 @@ fn hash_key(v: &V) -> Option<HashKey> {
 
 impl Freezer<'_> {
     fn count(&mut self) -> Result<(), String> {
-        self.nodes += 1;
-        if self.nodes > MAX_NODES {
-            return Err(format!(
-                "pickle expands to more than {MAX_NODES} values (shared references nested too deeply?)"
-            ));
+        match self.nodes_left.checked_sub(1) {
+            Some(left) => {
+                self.nodes_left = left;
+                Ok(())
+            }
+            None => {
+                Err("pickle expands to more values than its size allows (shared references nested too deeply?)".into())
+            }
         }
-        Ok(())
     }
 
     fn count_bytes(&mut self, n: usize) -> Result<(), String> {
@@ -139,7 +143,10 @@ impl Freezer<'_> {
                 self.count_bytes(b.len())?;
                 Value::BigInt(b.to_vec())
             }
-            V::Global(g) => Value::Global { module: g.0.clone(), name: g.1.clone() },
+            V::Global(g) => {
+                self.count_bytes(g.0.len() + g.1.len())?;
+                Value::Global { module: g.0.clone(), name: g.1.clone() }
+            }
             V::Ref(i) => {
                 let i = *i;
                 if self.visiting[i] {
