@@ -11,23 +11,10 @@ use std::path::Path;
 
 use proptest::collection::vec;
 use proptest::prelude::*;
-use proptest::test_runner::RngSeed;
+use yolo26_fuzzkit::config;
 
 use crate::config::{parse_data_yaml, MAX_CLASSES};
 use crate::labels::{parse_label_text, LabelStatus};
-
-/// Fixed seed, no persistence files, `cases` cases: the few seconds CI runs. A longer run (docs/robustness.md):
-/// `YOLO26_FUZZ_SCALE=N` runs N times the cases, `YOLO26_FUZZ_SEED=S` draws them from seed S.
-fn config(cases: u32) -> ProptestConfig {
-    let env = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
-    let scale = env("YOLO26_FUZZ_SCALE").unwrap_or(1).clamp(1, 100_000) as u32;
-    ProptestConfig {
-        cases: cases.saturating_mul(scale),
-        failure_persistence: None,
-        rng_seed: RngSeed::Fixed(env("YOLO26_FUZZ_SEED").unwrap_or(0x5EED_0019)),
-        ..ProptestConfig::default()
-    }
-}
 
 /// Text edits; positions are taken modulo the current number of characters.
 #[derive(Clone, Debug)]

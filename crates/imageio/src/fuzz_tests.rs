@@ -14,23 +14,13 @@ use image::{DynamicImage, ImageFormat, RgbImage};
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::sample::Index;
-use proptest::test_runner::RngSeed;
+use yolo26_fuzzkit::{config, edit, mutate};
 
 use crate::preprocess::Letterbox;
 use crate::{decode_report, probe, MAX_PIXELS, MAX_SIDE};
 
-/// Fixed seed, no persistence files, `cases` cases: the few seconds CI runs. A longer run (docs/robustness.md):
-/// `YOLO26_FUZZ_SCALE=N` runs N times the cases, `YOLO26_FUZZ_SEED=S` draws them from seed S.
-fn config(cases: u32) -> ProptestConfig {
-    let env = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
-    let scale = env("YOLO26_FUZZ_SCALE").unwrap_or(1).clamp(1, 100_000) as u32;
-    ProptestConfig {
-        cases: cases.saturating_mul(scale),
-        failure_persistence: None,
-        rng_seed: RngSeed::Fixed(env("YOLO26_FUZZ_SEED").unwrap_or(0x5EED_0019)),
-        ..ProptestConfig::default()
-    }
-}
+/// JPEG marker bytes (SOI / EOI second bytes) among the values a `Set` edit draws.
+const JPEG_BYTES: &[u8] = &[0xd8, 0xd9];
 
 /// Headers may legitimately claim up to [`MAX_PIXELS`]; decoding such a claim costs time and memory, not
 /// correctness, so the fuzz decodes only what probes at most this many pixels.
@@ -73,56 +63,6 @@ fn seeds() -> &'static [Vec<u8>] {
     })
 }
 
-/// One byte-level edit; positions are taken modulo the current length.
-#[derive(Clone, Debug)]
-enum Edit {
-    Xor(usize, u8),
-    Set(usize, u8),
-    Insert(usize, Vec<u8>),
-    Remove(usize, usize),
-    Truncate(usize),
-    Copy(usize, usize, usize),
-}
-
-fn edit() -> impl Strategy<Value = Edit> {
-    let byte = prop_oneof![Just(0u8), Just(0xff), Just(0x7f), Just(0x80), Just(0xd8), Just(0xd9), any::<u8>()];
-    prop_oneof![
-        3 => (any::<usize>(), 1u8..).prop_map(|(i, b)| Edit::Xor(i, b)),
-        3 => (any::<usize>(), byte).prop_map(|(i, b)| Edit::Set(i, b)),
-        1 => (any::<usize>(), vec(any::<u8>(), 1..16)).prop_map(|(i, b)| Edit::Insert(i, b)),
-        1 => (any::<usize>(), 1usize..64).prop_map(|(i, n)| Edit::Remove(i, n)),
-        1 => any::<usize>().prop_map(Edit::Truncate),
-        1 => (any::<usize>(), any::<usize>(), 1usize..32).prop_map(|(a, b, n)| Edit::Copy(a, b, n)),
-    ]
-}
-
-fn mutate(seed: &[u8], edits: &[Edit]) -> Vec<u8> {
-    let mut b = seed.to_vec();
-    for e in edits {
-        let len = b.len();
-        match e {
-            Edit::Xor(i, x) if len > 0 => b[i % len] ^= x,
-            Edit::Set(i, x) if len > 0 => b[i % len] = *x,
-            Edit::Insert(i, s) => {
-                let at = i % (len + 1);
-                b.splice(at..at, s.iter().copied());
-            }
-            Edit::Remove(i, n) if len > 0 => {
-                let at = i % len;
-                b.drain(at..(at + n).min(len));
-            }
-            Edit::Truncate(i) => b.truncate(i % (len + 1)),
-            Edit::Copy(from, to, n) if len > 0 => {
-                let (from, to) = (from % len, to % len);
-                let n = (*n).min(len - from).min(len - to);
-                b.copy_within(from..from + n, to);
-            }
-            _ => {}
-        }
-    }
-    b
-}
-
 /// Decodes `bytes` and letterboxes the result, checking the properties in the module doc.
 fn check(bytes: &[u8]) {
     let probed = probe(bytes);
@@ -152,7 +92,7 @@ proptest! {
 
     /// Byte-level mutations of valid images of every supported format.
     #[test]
-    fn fuzz_decode_letterbox_mutated(seed in any::<Index>(), edits in vec(edit(), 1..6)) {
+    fn fuzz_decode_letterbox_mutated(seed in any::<Index>(), edits in vec(edit(JPEG_BYTES), 1..6)) {
         let seeds = seeds();
         check(&mutate(seeds[seed.index(seeds.len())].as_slice(), &edits));
     }

@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::sample::Index;
-use proptest::test_runner::RngSeed;
+use yolo26_fuzzkit::{config, edit, mutate, Edit};
 
 use super::peak_alloc::peak_during;
 use super::pt::read_pt_bytes;
@@ -26,19 +26,6 @@ const ALLOC_FACTOR: usize = 1024;
 const ALLOC_FLOOR: usize = 40 << 20;
 
 const LABEL: &str = "fuzzed.weights";
-
-/// Fixed seed, no persistence files, `cases` cases: the few seconds CI runs. A longer run (docs/robustness.md):
-/// `YOLO26_FUZZ_SCALE=N` runs N times the cases, `YOLO26_FUZZ_SEED=S` draws them from seed S.
-fn config(cases: u32) -> ProptestConfig {
-    let env = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
-    let scale = env("YOLO26_FUZZ_SCALE").unwrap_or(1).clamp(1, 100_000) as u32;
-    ProptestConfig {
-        cases: cases.saturating_mul(scale),
-        failure_persistence: None,
-        rng_seed: RngSeed::Fixed(env("YOLO26_FUZZ_SEED").unwrap_or(0x5EED_0019)),
-        ..ProptestConfig::default()
-    }
-}
 
 type Reader = fn(&[u8], &Path) -> Result<WeightMap, WeightsError>;
 
@@ -56,57 +43,6 @@ fn check(read: Reader, bytes: &[u8]) {
         }
         Err(e) => assert!(e.to_string().contains(LABEL), "{e}"),
     }
-}
-
-/// One byte-level edit; positions are taken modulo the current length.
-#[derive(Clone, Debug)]
-enum Edit {
-    Xor(usize, u8),
-    Set(usize, u8),
-    Insert(usize, Vec<u8>),
-    Remove(usize, usize),
-    Truncate(usize),
-    /// Copy `n` bytes from one position over another (moves numbers and opcodes around).
-    Copy(usize, usize, usize),
-}
-
-fn edit() -> impl Strategy<Value = Edit> {
-    let byte = prop_oneof![Just(0u8), Just(0xff), Just(0x7f), Just(0x80), Just(b'.'), any::<u8>()];
-    prop_oneof![
-        3 => (any::<usize>(), 1u8..).prop_map(|(i, b)| Edit::Xor(i, b)),
-        3 => (any::<usize>(), byte).prop_map(|(i, b)| Edit::Set(i, b)),
-        1 => (any::<usize>(), vec(any::<u8>(), 1..16)).prop_map(|(i, b)| Edit::Insert(i, b)),
-        1 => (any::<usize>(), 1usize..64).prop_map(|(i, n)| Edit::Remove(i, n)),
-        1 => any::<usize>().prop_map(Edit::Truncate),
-        1 => (any::<usize>(), any::<usize>(), 1usize..32).prop_map(|(a, b, n)| Edit::Copy(a, b, n)),
-    ]
-}
-
-fn mutate(seed: &[u8], edits: &[Edit]) -> Vec<u8> {
-    let mut b = seed.to_vec();
-    for e in edits {
-        let len = b.len();
-        match e {
-            Edit::Xor(i, x) if len > 0 => b[i % len] ^= x,
-            Edit::Set(i, x) if len > 0 => b[i % len] = *x,
-            Edit::Insert(i, s) => {
-                let at = i % (len + 1);
-                b.splice(at..at, s.iter().copied());
-            }
-            Edit::Remove(i, n) if len > 0 => {
-                let at = i % len;
-                b.drain(at..(at + n).min(len));
-            }
-            Edit::Truncate(i) => b.truncate(i % (len + 1)),
-            Edit::Copy(from, to, n) if len > 0 => {
-                let (from, to) = (from % len, to % len);
-                let n = (*n).min(len - from).min(len - to);
-                b.copy_within(from..from + n, to);
-            }
-            _ => {}
-        }
-    }
-    b
 }
 
 /// Real `.pt` files: torch-written fixtures (views, a full-module f16 checkpoint, a protocol-4 EMA checkpoint) and
@@ -242,7 +178,7 @@ proptest! {
 
     /// Whole-file mutations of real `.pt` files (zip structure, CRCs, names, data).
     #[test]
-    fn fuzz_pt_mutated_archive(seed in any::<Index>(), edits in vec(edit(), 1..6)) {
+    fn fuzz_pt_mutated_archive(seed in any::<Index>(), edits in vec(edit(b"."), 1..6)) {
         let seeds = pt_seeds();
         check(read_pt_bytes, &mutate(seeds[seed.index(seeds.len())].as_slice(), &edits));
     }
@@ -252,7 +188,7 @@ proptest! {
     fn fuzz_pt_mutated_pickle(
         seed in any::<Index>(),
         entry in prop_oneof![3 => Just(None), 1 => any::<Index>().prop_map(Some)],
-        edits in vec(edit(), 1..6),
+        edits in vec(edit(b"."), 1..6),
     ) {
         let seeds = pt_seeds();
         let mut entries = unzip(&seeds[seed.index(seeds.len())]);
@@ -295,7 +231,7 @@ proptest! {
 
     /// Whole-file mutations of safetensors files (header JSON, length prefix, data).
     #[test]
-    fn fuzz_safetensors_mutated(seed in any::<Index>(), edits in vec(edit(), 1..6)) {
+    fn fuzz_safetensors_mutated(seed in any::<Index>(), edits in vec(edit(b"."), 1..6)) {
         let seeds = safetensors_seeds();
         check(read_safetensors_bytes, &mutate(seeds[seed.index(seeds.len())].as_slice(), &edits));
     }
