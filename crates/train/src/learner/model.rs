@@ -93,9 +93,11 @@ impl<B: AutodiffBackend + TrainBackend> TrainStep for YoloTrainModel<B> {
         // logged items: the one-to-one branch's per image (ultralytics `E2ELoss` returns `loss_one2one[1]`, the
         // detached items before the batch-size factor)
         let items = out.one2one.items.clone().div_scalar(batch.len() as f64);
+        // the backward is queued before the items are read back, so the host records it while the device still
+        // runs the forward (reading first made the host wait for the forward, then the device for the host)
+        let grads = out.total.backward();
         let items = items.into_data().convert::<f64>().to_vec::<f64>().unwrap_or_default();
         let items = [0, 1, 2].map(|i| items.get(i).copied().unwrap_or(f64::NAN));
-        let grads = out.total.backward();
         TrainOutput::new(self, grads, TrainItem { items, images: batch.len(), instances: batch.targets.len() })
     }
 }
