@@ -13,8 +13,9 @@ use crate::backend::TrainBackend;
 use crate::loss::{E2ELoss, E2ELossOutput};
 
 /// `[B, 3, H, W]` f32 in [0, 1] (ultralytics `preprocess_batch`: `img.float() / 255`). The conversion runs on
-/// rayon's global pool in 64k-value chunks: a batch of 64 at 640 is 79 M values, which one thread turned into f32 in
-/// a good part of a GPU step's time.
+/// rayon's global pool in 64k-value chunks (a batch of 64 at 640 is 79 M values, converted between GPU steps). Its
+/// own cost was not timed apart; with this and the readback order of `TrainStep::step`, `yolo26 train` on an H100
+/// went from 65 to 71–74 images/s (docs/BENCHMARKS.md, run 4).
 pub fn batch_images<B: Backend>(batch: &Batch, device: &B::Device) -> Tensor<B, 4> {
     use rayon::prelude::*;
     const CHUNK: usize = 1 << 16;

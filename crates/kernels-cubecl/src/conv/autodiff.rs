@@ -12,8 +12,7 @@ use crate::tensor_util::float;
 /// `Σ_pixels dy`: `[B, OH, OW, Co]` → `[Co]`.
 fn bias_grad<B: Conv2dBackend>(dy: FloatTensor<B>) -> FloatTensor<B> {
     let dy = float::<B, 4>(dy);
-    let co = dy.dims()[3];
-    let [b, h, w, _] = dy.dims();
+    let [b, h, w, co] = dy.dims();
     let [a1, a2, a3] = super::row_stages::<B>(b * h * w, co);
     super::reduce_rows(dy.reshape([a1, a2, a3, co]), false).reshape([co]).into_primitive().tensor()
 }
