@@ -4,6 +4,8 @@
 
 use std::time::{Duration, Instant};
 
+pub mod cpu_usage;
+
 /// Runs `f` (which must end with a device synchronisation) `warmup` times, then until `budget` has passed
 /// (at least `min_iters`, at most `max_iters` runs) and returns the median duration in microseconds.
 pub fn median_us(mut f: impl FnMut(), warmup: usize, min_iters: usize, max_iters: usize, budget: Duration) -> f64 {

@@ -7,12 +7,14 @@
 //! Measures `yolo26_data::TrainLoader` (decode, ultralytics `load_image` resize, mosaic, random_perspective, HSV,
 //! flips, collate; parallel on `workers` threads, batches built ahead in a background thread) from the first
 //! batch after `--warmup` to the last of `--batches`; nothing is done with the batches. `--val` also times the
-//! validation loader (rect batches, letterbox). One JSON line per loader on stdout.
+//! validation loader (rect batches, letterbox). One JSON line per loader on stdout, with the CPU accounting of the
+//! timed span (`cpu`: user/system seconds per thread group, page faults, context switches).
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Parser;
+use yolo26_bench::cpu_usage::CpuSnapshot;
 use yolo26_data::{DataSource, Split, TrainLoader, TrainLoaderConfig, ValLoader, ValLoaderConfig};
 
 #[derive(Parser)]
@@ -50,10 +52,11 @@ fn time_batches(
     mut it: impl Iterator<Item = Result<yolo26_data::Batch, yolo26_data::DataError>>,
     warmup: usize,
     batches: usize,
-) -> Result<(usize, f64), Box<dyn std::error::Error>> {
+) -> Result<(usize, f64, serde_json::Value), Box<dyn std::error::Error>> {
     for _ in 0..warmup {
         it.next().ok_or("the epoch ended during the warm-up: use fewer --warmup batches or more images")??;
     }
+    let cpu0 = CpuSnapshot::now();
     let t = Instant::now();
     let mut images = 0;
     for _ in 0..batches {
@@ -62,7 +65,8 @@ fn time_batches(
             None => break,
         }
     }
-    Ok((images, t.elapsed().as_secs_f64()))
+    let secs = t.elapsed().as_secs_f64();
+    Ok((images, secs, CpuSnapshot::now().since(&cpu0)))
 }
 
 fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
@@ -82,12 +86,12 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
             Err(e) => Box::new(std::iter::once(Err(e))),
         }
     });
-    let (images, secs) = time_batches(&mut chained, a.warmup, a.batches)?;
+    let (images, secs, cpu) = time_batches(&mut chained, a.warmup, a.batches)?;
     let mut lines = Vec::new();
     let line = serde_json::json!({
         "loader": "yolo26-data train", "imgsz": a.imgsz, "batch": a.batch, "workers": workers,
         "batches": a.batches, "images": images, "seconds": secs, "images_per_s": images as f64 / secs,
-        "dataset_images": n_train, "data": a.data,
+        "dataset_images": n_train, "data": a.data, "cpu": cpu,
     });
     println!("{line}");
     lines.push(line.to_string());
@@ -97,10 +101,10 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
             val,
             ValLoaderConfig { batch_size: a.batch, imgsz: a.imgsz, workers, ..Default::default() },
         )?;
-        let (images, secs) = time_batches(vl.iter()?, 0, a.batches)?;
+        let (images, secs, cpu) = time_batches(vl.iter()?, 0, a.batches)?;
         let line = serde_json::json!({
             "loader": "yolo26-data val", "imgsz": a.imgsz, "batch": a.batch, "workers": workers,
-            "images": images, "seconds": secs, "images_per_s": images as f64 / secs, "data": a.data,
+            "images": images, "seconds": secs, "images_per_s": images as f64 / secs, "data": a.data, "cpu": cpu,
         });
         println!("{line}");
         lines.push(line.to_string());
