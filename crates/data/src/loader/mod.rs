@@ -35,7 +35,8 @@ pub struct RatioPad {
     pub pad: [f64; 2],
 }
 
-/// One collated batch (ultralytics `collate_fn` output).
+/// One collated batch (ultralytics `collate_fn` output). Dropping a batch made by a loader hands its pixel buffer
+/// back to that loader for a later batch ([`Recycler`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Batch {
     /// `[B, 3, H, W]` u8 RGB, CHW per image, row-major (ultralytics `batch["img"]`, before `/ 255`; ultralytics is
@@ -57,6 +58,67 @@ pub struct Batch {
     pub resized_shapes: Vec<[usize; 2]>,
     /// Mapping of original-image coordinates into the batch tensor (`batch["ratio_pad"]`).
     pub ratio_pad: Vec<RatioPad>,
+    /// Where `images` goes when the batch is dropped (`None`: freed).
+    pub(crate) recycler: Option<Recycler>,
+}
+
+impl Drop for Batch {
+    fn drop(&mut self) {
+        if let Some(r) = self.recycler.take() {
+            r.give(std::mem::take(&mut self.images));
+        }
+    }
+}
+
+/// Pixel buffers of dropped batches, reused by the next batches of the same loader: a batch buffer (`B·3·H·W`
+/// bytes, 78 MB at batch 64 and 640 px) is larger than glibc's largest mmap threshold, so a fresh one per batch
+/// is an `mmap` whose ~19,000 pages all fault in on their first write, and an `munmap` (a TLB shootdown on every
+/// core running a thread of the process) when the consumer drops it. At most [`Recycler::KEEP`] buffers are kept.
+#[derive(Clone, Default)]
+pub(crate) struct Recycler(Arc<std::sync::Mutex<Vec<Vec<u8>>>>);
+
+impl Recycler {
+    /// Buffers kept for reuse (the batches in the consumer's hands and in the prefetch queue come back one by one).
+    const KEEP: usize = 4;
+
+    /// A kept buffer of exactly `len` bytes (old contents), else a zeroed new one.
+    fn take(&self, len: usize) -> Vec<u8> {
+        let kept = self.0.lock().ok().and_then(|mut v| v.iter().position(|b| b.len() == len).map(|i| v.swap_remove(i)));
+        kept.unwrap_or_else(|| vec![0u8; len])
+    }
+
+    /// Keep `buf` for a later [`Recycler::take`] (dropped when [`Recycler::KEEP`] buffers are kept already).
+    fn give(&self, buf: Vec<u8>) {
+        if buf.is_empty() {
+            return;
+        }
+        let mut rejected = Some(buf);
+        if let Ok(mut v) = self.0.lock() {
+            if v.len() < Self::KEEP {
+                v.extend(rejected.take());
+            }
+        }
+        drop(rejected); // freed outside the lock
+    }
+
+    /// Number of buffers kept.
+    #[cfg(test)]
+    fn kept(&self) -> usize {
+        self.0.lock().map(|v| v.len()).unwrap_or(0)
+    }
+}
+
+impl std::fmt::Debug for Recycler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Recycler")
+    }
+}
+
+/// Batches compare by content: where their buffers go afterwards is not part of it.
+impl PartialEq for Recycler {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 impl Batch {
@@ -141,12 +203,43 @@ pub(crate) fn hwc_to_chw(raw: &[u8]) -> Vec<u8> {
 }
 
 /// Collate items of equal size (`collate_fn`): stack CHW images, concatenate targets with their batch index.
+/// The pixels are copied on the calling thread; [`collate_on`] copies them on a pool.
+#[cfg(test)]
 pub(crate) fn collate(items: Vec<Ready>) -> Result<Batch, DataError> {
+    collate_with(items, None, |images, chw| {
+        for (dst, src) in images.chunks_exact_mut(chw[0].len().max(1)).zip(chw) {
+            dst.copy_from_slice(src);
+        }
+    })
+}
+
+/// [`collate`] with the pixels copied by `pool`'s threads, one image per task, into a buffer from `recycler`: a
+/// fresh batch buffer's first writes fault its pages in, which on one thread took ~50 ms of kernel time per batch
+/// on the 16-core GPU machine and capped the loader at ~1,190 images/s whatever the worker count (`bench-loader`'s
+/// CPU accounting, 2026-12-06).
+pub(crate) fn collate_on(pool: &rayon::ThreadPool, recycler: &Recycler, items: Vec<Ready>) -> Result<Batch, DataError> {
+    use rayon::prelude::*;
+    collate_with(items, Some(recycler), |images, chw| {
+        pool.install(|| {
+            images.par_chunks_mut(chw[0].len().max(1)).zip(chw.par_iter()).for_each(|(dst, src)| {
+                dst.copy_from_slice(src);
+            })
+        })
+    })
+}
+
+/// The shared part of [`collate`] / [`collate_on`]: checks, metadata, and `copy(images, chw)` to fill the
+/// `[B, 3, H, W]` buffer (from `recycler`, else zeroed) from the per-image CHW planes (all of one length).
+fn collate_with(
+    items: Vec<Ready>,
+    recycler: Option<&Recycler>,
+    copy: impl FnOnce(&mut [u8], &[&[u8]]),
+) -> Result<Batch, DataError> {
     let first = items.first().ok_or_else(|| DataError::Loader("empty batch".into()))?;
     let (w, h) = first.dims;
     let (w, h) = (w as usize, h as usize);
     let mut b = Batch {
-        images: Vec::with_capacity(items.len() * 3 * h * w),
+        images: Vec::new(),
         shape: [items.len(), 3, h, w],
         targets: Vec::new(),
         indices: Vec::with_capacity(items.len()),
@@ -154,12 +247,14 @@ pub(crate) fn collate(items: Vec<Ready>) -> Result<Batch, DataError> {
         orig_shapes: Vec::with_capacity(items.len()),
         resized_shapes: Vec::with_capacity(items.len()),
         ratio_pad: Vec::with_capacity(items.len()),
+        recycler: None,
     };
+    let mut planes = Vec::with_capacity(items.len());
     for (bi, Ready { item: it, chw, dims }) in items.into_iter().enumerate() {
-        if dims != (w as u32, h as u32) {
+        if dims != (w as u32, h as u32) || chw.len() != 3 * h * w {
             return Err(DataError::Loader(format!("image {} is {}x{}, batch is {w}x{h}", it.index, dims.0, dims.1)));
         }
-        b.images.extend_from_slice(&chw);
+        planes.push(chw);
         b.targets.extend(it.labels.iter().map(|(c, x)| [bi as f32, *c as f32, x[0], x[1], x[2], x[3]]));
         b.indices.push(it.index);
         b.paths.push(it.path);
@@ -167,6 +262,15 @@ pub(crate) fn collate(items: Vec<Ready>) -> Result<Batch, DataError> {
         b.resized_shapes.push(it.resized);
         b.ratio_pad.push(it.ratio_pad);
     }
+    // every byte is written once by `copy`: a recycled buffer's old contents do not matter
+    let len = planes.len() * 3 * h * w;
+    b.images = recycler.map_or_else(|| vec![0u8; len], |r| r.take(len));
+    b.recycler = recycler.cloned();
+    let refs: Vec<&[u8]> = planes.iter().map(Vec::as_slice).collect();
+    copy(&mut b.images, &refs);
+    drop(refs);
+    // the per-image planes are freed on this thread after the copy
+    drop(planes);
     Ok(b)
 }
 
@@ -222,7 +326,9 @@ impl Drop for BatchIter {
 }
 
 /// Batches whose images are being made on the pool while the producer waits for (and collates) the oldest one.
-const BATCHES_IN_FLIGHT: usize = 2;
+/// Three: the collate of the oldest runs on the pool behind the jobs already queued (FIFO), so two more batches
+/// keep every worker busy meanwhile.
+const BATCHES_IN_FLIGHT: usize = 3;
 
 /// The results of one batch's images, by position in the batch.
 type ItemResults = crossbeam_channel::Receiver<(usize, std::thread::Result<Result<Ready, DataError>>)>;
@@ -235,6 +341,7 @@ type ItemResults = crossbeam_channel::Receiver<(usize, std::thread::Result<Resul
 /// is re-raised on the producer thread (the iterator then reports it).
 pub(crate) fn spawn_batches<F>(
     pool: Arc<rayon::ThreadPool>,
+    recycler: Recycler,
     batches: Vec<Vec<usize>>,
     prefetch: usize,
     make: F,
@@ -276,7 +383,7 @@ where
                     .into_iter()
                     .map(|r| r.unwrap_or_else(|| Err(DataError::Loader("a batch image was not made".into()))))
                     .collect::<Result<Vec<Ready>, DataError>>()
-                    .and_then(collate);
+                    .and_then(|items| collate_on(&pool, &recycler, items));
                 let failed = batch.is_err();
                 if tx.send(batch).is_err() || failed {
                     return;
@@ -331,7 +438,7 @@ mod tests {
     fn batches_in_position_order() {
         let pool = make_pool(3).unwrap();
         let batches: Vec<Vec<usize>> = vec![vec![0, 1, 2, 3], vec![4, 5, 6], vec![7], vec![8, 9]];
-        let it = spawn_batches(pool.clone(), batches.clone(), 1, |p| {
+        let it = spawn_batches(pool.clone(), Recycler::default(), batches.clone(), 1, |p| {
             std::thread::sleep(std::time::Duration::from_millis(((10 - p) * 3) as u64));
             Ok(item(p))
         })
@@ -349,7 +456,7 @@ mod tests {
                 assert_eq!(b.targets[bi][..2], [bi as f32, p as f32]);
             }
         }
-        let it = spawn_batches(pool, batches, 1, |p| {
+        let it = spawn_batches(pool, Recycler::default(), batches, 1, |p| {
             if p == 5 {
                 Err(DataError::Loader("bad image".into()))
             } else {
@@ -362,11 +469,59 @@ mod tests {
         assert!(got[0].is_ok() && got[1].is_err());
     }
 
+    /// Dropped batches hand their buffers back and later batches of the same size are collated into them (every
+    /// byte rewritten: contents as in a fresh buffer); at most `KEEP` buffers are kept; other sizes get new ones.
+    #[test]
+    fn batch_buffers_are_recycled() {
+        let pool = make_pool(2).unwrap();
+        let recycler = Recycler::default();
+        let batches: Vec<Vec<usize>> = (0..12).map(|b| vec![2 * b, 2 * b + 1]).collect();
+        let it = spawn_batches(pool.clone(), recycler.clone(), batches.clone(), 1, |p| Ok(item(p))).unwrap();
+        for (b, want) in it.zip(&batches) {
+            let b = b.unwrap();
+            assert_eq!(&b.indices, want);
+            for (bi, &p) in want.iter().enumerate() {
+                let img = &b.images[bi * 60..(bi + 1) * 60];
+                assert_eq!(img[..20], (0..20).map(|i| (i % 5) as u8).collect::<Vec<_>>()[..], "R plane = x");
+                assert!(img[40..].iter().all(|&v| v == p as u8), "B plane = index");
+            }
+            // `b` is dropped here: its buffer goes back to the recycler, and a later batch takes it
+        }
+        assert!(recycler.kept() >= 1 && recycler.kept() <= Recycler::KEEP);
+        // a batch of another size does not take a kept buffer of the wrong length
+        let kept = recycler.kept();
+        let it = spawn_batches(pool, recycler.clone(), vec![vec![0, 1, 2]], 1, |p| Ok(item(p))).unwrap();
+        let b: Vec<Batch> = it.map(|b| b.unwrap()).collect();
+        assert_eq!(b[0].images.len(), 180);
+        assert_eq!(recycler.kept(), kept);
+        drop(b);
+        assert_eq!(recycler.kept(), (kept + 1).min(Recycler::KEEP));
+    }
+
+    /// `take` hands back a kept buffer of the asked length (the same allocation), else a new zeroed one.
+    #[test]
+    fn recycler_take_and_give() {
+        let r = Recycler::default();
+        assert_eq!(r.take(7), vec![0u8; 7]);
+        let buf = vec![9u8; 7];
+        let ptr = buf.as_ptr();
+        r.give(buf);
+        r.give(Vec::new());
+        assert_eq!(r.kept(), 1);
+        assert_eq!(r.take(8), vec![0u8; 8]);
+        let again = r.take(7);
+        assert_eq!((again.as_ptr(), again.len(), r.kept()), (ptr, 7, 0));
+        for _ in 0..Recycler::KEEP + 2 {
+            r.give(vec![1u8; 3]);
+        }
+        assert_eq!(r.kept(), Recycler::KEEP);
+    }
+
     /// A panic while making an image is reported by the iterator (not a process abort from a rayon job).
     #[test]
     fn panic_in_make_is_reported() {
         let pool = make_pool(2).unwrap();
-        let mut it = spawn_batches(pool, vec![vec![0, 1], vec![2]], 1, |p| {
+        let mut it = spawn_batches(pool, Recycler::default(), vec![vec![0, 1], vec![2]], 1, |p| {
             assert!(p != 1, "synthetic failure");
             Ok(item(p))
         })

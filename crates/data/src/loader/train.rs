@@ -9,7 +9,7 @@ use rand_chacha::ChaCha8Rng;
 use yolo26_augment::{AugmentConfig, TrainTransform};
 
 use super::source::{DatasetSource, EpochSource, ImageBuffer};
-use super::{make_pool, spawn_batches, BatchIter, Item, RatioPad};
+use super::{make_pool, spawn_batches, BatchIter, Item, RatioPad, Recycler};
 use crate::synthetic::image_rng;
 use crate::{DataError, Dataset};
 
@@ -70,6 +70,8 @@ pub struct TrainLoader {
     source: Arc<DatasetSource>,
     cfg: TrainLoaderConfig,
     pool: Arc<rayon::ThreadPool>,
+    /// Batch buffers handed back by dropped batches (kept across epochs).
+    recycler: Recycler,
 }
 
 /// Seed of an epoch's shuffle (split id 2 of [`image_rng`]'s derivation, distinct from the synthetic images').
@@ -111,7 +113,7 @@ impl TrainLoader {
         let slack = (super::BATCHES_IN_FLIGHT + 1) * cfg.batch_size;
         let len = cfg.buffer.unwrap_or_else(|| (window + slack).min(dataset.len()));
         let source = Arc::new(DatasetSource { dataset, imgsz: cfg.imgsz, buffer: ImageBuffer::new(len) });
-        Ok(Self { source, pool: make_pool(cfg.workers)?, cfg })
+        Ok(Self { source, pool: make_pool(cfg.workers)?, recycler: Recycler::default(), cfg })
     }
 
     /// The settings.
@@ -156,7 +158,7 @@ impl TrainLoader {
         let tf = TrainTransform::new(aug, self.cfg.imgsz);
         let seed = self.cfg.seed;
         let imgsz = self.cfg.imgsz;
-        spawn_batches(self.pool.clone(), batches, self.cfg.prefetch, move |index| {
+        spawn_batches(self.pool.clone(), self.recycler.clone(), batches, self.cfg.prefetch, move |index| {
             let mut rng = sample_rng(seed, epoch, index);
             let s = tf.apply(src.as_ref(), index, &mut rng)?;
             let e = &src.source.dataset.entries[index];

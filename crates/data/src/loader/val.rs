@@ -7,7 +7,7 @@ use std::sync::Arc;
 use yolo26_augment::letterbox_sample;
 
 use super::source::{DatasetSource, ImageBuffer};
-use super::{make_pool, spawn_batches, BatchIter, Item, RatioPad};
+use super::{make_pool, spawn_batches, BatchIter, Item, RatioPad, Recycler};
 use crate::rect::{set_rectangle, RectBatches};
 use crate::{DataError, Dataset};
 
@@ -41,6 +41,8 @@ pub struct ValLoader {
     cfg: ValLoaderConfig,
     rect: Arc<RectBatches>,
     pool: Arc<rayon::ThreadPool>,
+    /// Batch buffers handed back by dropped batches (kept across epochs).
+    recycler: Recycler,
 }
 
 impl ValLoader {
@@ -55,7 +57,7 @@ impl ValLoader {
         let shapes: Vec<[u32; 2]> = dataset.entries.iter().map(|e| e.shape).collect();
         let rect = Arc::new(set_rectangle(&shapes, cfg.imgsz, cfg.batch_size, cfg.stride, cfg.pad));
         let source = Arc::new(DatasetSource { dataset, imgsz: cfg.imgsz, buffer: ImageBuffer::new(0) });
-        Ok(Self { source, pool: make_pool(cfg.workers)?, rect, cfg })
+        Ok(Self { source, pool: make_pool(cfg.workers)?, recycler: Recycler::default(), rect, cfg })
     }
 
     /// The rect batching (order, batch shapes).
@@ -75,7 +77,7 @@ impl ValLoader {
         let n = self.rect.order.len();
         let batches: Vec<Vec<usize>> = (0..n.div_ceil(bs)).map(|b| (b * bs..((b + 1) * bs).min(n)).collect()).collect();
         let (src, rect, stride) = (self.source.clone(), self.rect.clone(), self.cfg.stride);
-        spawn_batches(self.pool.clone(), batches, self.cfg.prefetch, move |pos| {
+        spawn_batches(self.pool.clone(), self.recycler.clone(), batches, self.cfg.prefetch, move |pos| {
             let index = rect.order[pos];
             let shape = rect.batch_shapes[rect.batch_of[pos]];
             let (s, orig) = src.load_resized(index)?;
