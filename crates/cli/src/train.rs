@@ -81,8 +81,12 @@ pub struct TrainCliArgs {
     /// Plain progress lines instead of burn-train's terminal UI (the default when stdout is not a terminal).
     #[arg(long = "no-tui")]
     pub no_tui: bool,
+    /// Print, after every epoch, where a training iteration's time goes (data wait, forward+loss+backward,
+    /// gradient bookkeeping, optimizer, EMA, logging), each phase ended by a device synchronisation (slower).
+    #[arg(long)]
+    pub profile: bool,
     /// Continue the run in this directory from its weights/last.state.safetensors, with its saved arguments (only
-    /// --device and --workers are taken from this command line).
+    /// --device, --workers and --profile are taken from this command line).
     #[arg(long)]
     pub resume: Option<PathBuf>,
 }
@@ -115,6 +119,7 @@ impl TrainCliArgs {
             patience: self.patience,
             project: self.project.clone(),
             device: self.device.clone(),
+            profile: self.profile,
             ..TrainArgs::default()
         }
     }

@@ -12,20 +12,65 @@ use crate::assigner::GtBoxes;
 use crate::backend::TrainBackend;
 use crate::loss::{E2ELoss, E2ELossOutput};
 
-/// `[B, 3, H, W]` f32 in [0, 1] (ultralytics `preprocess_batch`: `img.float() / 255`). The conversion runs on
-/// rayon's global pool in 64k-value chunks (a batch of 64 at 640 is 79 M values, converted between GPU steps). Its
-/// own cost was not timed apart; with this and the readback order of `TrainStep::step`, `yolo26 train` on an H100
-/// went from 65 to 71–74 images/s (docs/BENCHMARKS.md, run 4).
+/// `[B, 3, H, W]` f32 in [0, 1] from a batch's u8 pixels (ultralytics `preprocess_batch`: `img.float() / 255`,
+/// on the GPU there too); see [`images_tensor`].
 pub fn batch_images<B: Backend>(batch: &Batch, device: &B::Device) -> Tensor<B, 4> {
+    images_tensor::<B>(&batch.images, batch.shape, device)
+}
+
+/// `[B, 3, H, W]` f32 in [0, 1] from u8 pixels `images` of `shape`: where the backend stores u8 tensors
+/// (`Backend::supports_dtype(U8)`: CUDA, Flex; not WGSL) the u8 bytes are sent as they are, in pieces of whole
+/// images of at most [`UPLOAD_CHUNK_BYTES`] (concatenated on the device), and converted there (`float() / 255`, the
+/// division IEEE-exact as on the host: tested on every value); elsewhere the host converts (on rayon's pool) and
+/// sends f32.
+///
+/// Measured (`bench-upload`, H100, batch 64 at 640, 2026-12-06): the f32 upload with the host conversion 537 ms,
+/// the u8 batch as one tensor 158 ms (CubeCL stages every upload through its pinned-memory pool, slow for one
+/// 78 MB piece), the u8 batch per image + `cat` 32 ms.
+pub fn images_tensor<B: Backend>(images: &[u8], shape: [usize; 4], device: &B::Device) -> Tensor<B, 4> {
+    images_tensor_in::<B>(images, shape, device, UPLOAD_CHUNK_BYTES)
+}
+
+/// Largest piece of a batch's u8 upload (see [`images_tensor`]): one 640 × 640 image is 1.2 MB.
+pub const UPLOAD_CHUNK_BYTES: usize = 2 << 20;
+
+/// [`images_tensor`] with pieces of at most `chunk_bytes` (at least one image each).
+fn images_tensor_in<B: Backend>(
+    images: &[u8],
+    shape: [usize; 4],
+    device: &B::Device,
+    chunk_bytes: usize,
+) -> Tensor<B, 4> {
+    use burn::tensor::DType;
+    if !B::supports_dtype(device, DType::U8) {
+        return Tensor::from_data(TensorData::new(host_unit_floats(images), shape), device);
+    }
+    let per_image = shape[1..].iter().product::<usize>().max(1);
+    let k = (chunk_bytes / per_image).max(1);
+    let u8_tensor = |bytes: &[u8]| {
+        let n = bytes.len() / per_image;
+        let data = TensorData::new(bytes.to_vec(), [n, shape[1], shape[2], shape[3]]);
+        Tensor::<B, 4, Int>::from_data(data, (device, DType::U8))
+    };
+    let pixels = if shape[0] <= k {
+        u8_tensor(images)
+    } else {
+        Tensor::cat(images.chunks(k * per_image).map(u8_tensor).collect(), 0)
+    };
+    pixels.float().div_scalar(255.0)
+}
+
+/// `v as f32 / 255` of every value, on rayon's global pool in 64k-value chunks.
+pub fn host_unit_floats(images: &[u8]) -> Vec<f32> {
     use rayon::prelude::*;
     const CHUNK: usize = 1 << 16;
-    let mut data = vec![0f32; batch.images.len()];
-    data.par_chunks_mut(CHUNK).zip(batch.images.par_chunks(CHUNK)).for_each(|(out, src)| {
+    let mut data = vec![0f32; images.len()];
+    data.par_chunks_mut(CHUNK).zip(images.par_chunks(CHUNK)).for_each(|(out, src)| {
         for (o, &v) in out.iter_mut().zip(src) {
             *o = v as f32 / 255.0;
         }
     });
-    Tensor::from_data(TensorData::new(data, batch.shape), device)
+    data
 }
 
 /// The padded ground truth of a batch (`v8DetectionLoss.preprocess`): `G` = the most boxes of one image,
@@ -109,4 +154,52 @@ pub fn train_forward<B: TrainBackend>(
     let detached: Vec<_> = feats.iter().map(|f| f.clone().detach()).collect();
     let o2o = head.forward_one2one(&detached);
     loss.forward(&o2m, &o2o, &Anchors::<B>::new(&shapes, &device), gt)
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::backend::{Autodiff, Flex};
+
+    use super::*;
+
+    /// Every u8 value in each of the planes of a `[5, 3, 16, 16]` batch, in different orders.
+    fn values() -> Vec<u8> {
+        (0..3840u32).map(|i| ((i * 97 + i / 256 * 31) % 256) as u8).collect()
+    }
+
+    /// The device-side `float() / 255` (or the host fallback) gives the host's `v as f32 / 255` bit for bit, as one
+    /// piece and in pieces of 1 and 2 images (the last one shorter).
+    fn device_conversion_is_exact<B: Backend>(device: &B::Device) {
+        let v = values();
+        let want = host_unit_floats(&v);
+        for chunk in [UPLOAD_CHUNK_BYTES, 768, 2 * 768 + 5] {
+            let t = images_tensor_in::<B>(&v, [5, 3, 16, 16], device, chunk);
+            assert_eq!(t.dims(), [5, 3, 16, 16]);
+            let got = t.into_data().to_vec::<f32>().unwrap();
+            assert_eq!(got.len(), want.len());
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert_eq!(g.to_bits(), w.to_bits(), "chunk {chunk}: value {} at {i}: {g} vs {w}", v[i]);
+            }
+        }
+    }
+
+    #[test]
+    fn images_tensor_exact_flex() {
+        device_conversion_is_exact::<Flex>(&Default::default());
+        device_conversion_is_exact::<Autodiff<Flex>>(&Default::default());
+    }
+
+    #[cfg(feature = "wgpu")]
+    #[test]
+    fn images_tensor_exact_wgpu() {
+        device_conversion_is_exact::<Autodiff<burn::backend::Wgpu>>(&Default::default());
+    }
+
+    #[cfg(feature = "cuda")]
+    #[test]
+    fn images_tensor_exact_cuda() {
+        use burn::backend::{cuda::CudaDevice, Cuda};
+        assert!(<Cuda>::supports_dtype(&CudaDevice::new(0), burn::tensor::DType::U8), "CUDA takes the u8 path");
+        device_conversion_is_exact::<Autodiff<Cuda>>(&CudaDevice::new(0));
+    }
 }

@@ -21,6 +21,7 @@ pub mod loader;
 pub mod metrics;
 pub mod model;
 pub mod optimizer;
+pub mod profile;
 pub mod render;
 pub mod strategy;
 

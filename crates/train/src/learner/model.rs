@@ -14,9 +14,10 @@ use burn::train::{InferenceStep, ItemLazy, TrainOutput, TrainStep};
 use yolo26_data::{Batch, Dataset};
 use yolo26_model::{Yolo26, YoloBackend};
 
+use super::profile::Phase;
 use crate::backend::TrainBackend;
 use crate::loss::{E2ELoss, LossGains};
-use crate::step::{batch_images, batch_targets, train_forward};
+use crate::step::{batch_targets, images_tensor, train_forward};
 use crate::val::{validate, ValConfig, ValReport};
 
 /// The loss settings of a run and the current epoch, shared between the learning strategy (which sets the epoch)
@@ -86,18 +87,30 @@ impl<B: AutodiffBackend + TrainBackend> TrainStep for YoloTrainModel<B> {
     /// ultralytics `loss, loss_items = model(batch)`, `loss.backward()`: both heads in training mode (BatchNorm on
     /// batch statistics), the one-to-one head on detached features, `E2ELoss` with this epoch's weights.
     fn step(&self, batch: Batch) -> TrainOutput<TrainItem> {
+        self.step_marked(batch, |_| {})
+    }
+}
+
+impl<B: AutodiffBackend + TrainBackend> YoloTrainModel<B> {
+    /// [`TrainStep::step`] with `mark` called after each of its parts ([`Phase::Upload`], [`Phase::Forward`],
+    /// [`Phase::Backward`]): `yolo26 train --profile` passes [`StepProfile::mark`](super::profile::StepProfile::mark).
+    pub fn step_marked(&self, batch: Batch, mut mark: impl FnMut(Phase)) -> TrainOutput<TrainItem> {
         let device = self.model.devices()[0].clone();
-        let images = batch_images::<B>(&batch, &device);
+        // (by reference: the batch's buffer goes back to the loader when the batch is dropped)
+        let images = images_tensor::<B>(&batch.images, batch.shape, &device);
         let gt = batch_targets::<B>(&batch, &device);
+        mark(Phase::Upload);
         let out = train_forward(&self.model, &self.loss.loss(), images, &gt);
         // logged items: the one-to-one branch's per image (ultralytics `E2ELoss` returns `loss_one2one[1]`, the
         // detached items before the batch-size factor)
         let items = out.one2one.items.clone().div_scalar(batch.len() as f64);
+        mark(Phase::Forward);
         // the backward is queued before the items are read back, so the host records it while the device still
         // runs the forward (reading first made the host wait for the forward, then the device for the host)
         let grads = out.total.backward();
         let items = items.into_data().convert::<f64>().to_vec::<f64>().unwrap_or_default();
         let items = [0, 1, 2].map(|i| items.get(i).copied().unwrap_or(f64::NAN));
+        mark(Phase::Backward);
         TrainOutput::new(self, grads, TrainItem { items, images: batch.len(), instances: batch.targets.len() })
     }
 }

@@ -30,6 +30,7 @@ use yolo26_model::YoloBackend;
 use super::loader::EpochLoader;
 use super::model::{wrap, LossControl, ValJob, YoloTrainModel};
 use super::optimizer::YoloOptimizer;
+use super::profile::{Phase, StepProfile};
 use crate::backend::TrainBackend;
 use crate::ema::ModelEma;
 use crate::optim::{accumulate_grads, grads_params, GroupKind, Optimizer, OptimizerKind};
@@ -143,6 +144,8 @@ where
         let (last, best) = (wdir.join("last.safetensors"), wdir.join("best.safetensors"));
         let start_epoch = if self.state.rows.is_empty() { 0 } else { self.state.epoch + 1 };
         let mut stale = 0usize;
+        let device = learner.model().model.devices().first().cloned();
+        let mut prof = StepProfile::<AB>::new(device.filter(|_| args.profile));
         let mut plot_idx = vec![0, 1, 2];
         if args.close_mosaic > 0 && args.close_mosaic <= args.epochs {
             let base = (args.epochs - args.close_mosaic) * nb;
@@ -156,7 +159,10 @@ where
             let mut tloss = [0f64; 3];
             let mut iter = train.iter();
             let mut i = 0usize;
+            prof.start();
             while let Some(batch) = iter.next() {
+                prof.mark(Phase::Data);
+                let images = batch.len();
                 let ni = i + nb * epoch;
                 if args.plots && plot_idx.contains(&ni) {
                     // ultralytics plot_training_samples: the first three batches, and three after close_mosaic
@@ -168,7 +174,11 @@ where
                 if let Some(acc) = warmup(&mut self.optimizer.inner(), &self.schedule, ni, epoch) {
                     self.state.accumulate = acc;
                 }
-                let out = learner.train_step(batch);
+                let out = if prof.enabled() {
+                    learner.model().step_marked(batch, |p| prof.mark(p))
+                } else {
+                    learner.train_step(batch)
+                };
                 if !out.item.is_finite() {
                     return Err(format!(
                         "non-finite loss {:?} (box, cls, l1) at epoch {}, batch {i} (iteration {ni}); the run \
@@ -180,18 +190,24 @@ where
                 }
                 let model = learner.model().model;
                 accumulate_grads::<AB, _>(&model, out.grads, &mut self.pending);
+                prof.mark(Phase::Grads);
                 for (k, v) in out.item.items.iter().enumerate() {
                     tloss[k] = (tloss[k] * i as f64 + v) / (i + 1) as f64;
                 }
-                if ni as i64 - self.state.last_opt_step >= self.state.accumulate as i64 {
+                let stepped = ni as i64 - self.state.last_opt_step >= self.state.accumulate as i64;
+                if stepped {
                     let grads = grads_params::<AB, _>(&model, std::mem::take(&mut self.pending));
                     learner.optimizer_step(grads);
+                    prof.mark(Phase::Optimizer);
                     self.ema.update(&learner.model().model.valid());
+                    prof.mark(Phase::Ema);
                     self.state.last_opt_step = ni as i64;
                 }
                 let lr = self.optimizer.inner().groups.first().map(|g| g.lr);
                 let item = TrainingItem::new(out.item, iter.progress(), global.clone(), Some(ni + 1), lr);
                 processor.process_train(LearnerEvent::ProcessedItem(item));
+                prof.mark(Phase::Log);
+                prof.end_iteration(images, stepped);
                 i += 1;
                 if interrupter.should_stop() {
                     (self.on_event)(Event::Info(format!(
@@ -204,6 +220,9 @@ where
             }
             if let Some(e) = self.loader.take_error() {
                 return Err(e);
+            }
+            if let Some(line) = prof.take_summary(epoch + 1) {
+                (self.on_event)(Event::Info(line));
             }
             processor.process_train(LearnerEvent::EndEpoch(epoch + 1));
             let final_epoch = epoch + 1 == args.epochs;

@@ -51,6 +51,10 @@ pub struct TrainArgs {
     /// The run directory.
     pub project: PathBuf,
     pub device: String,
+    /// Print where each epoch's step time goes (device-synchronised phases, slower; `yolo26 train --profile`).
+    /// A property of this process, not of the run: not written to `args.yaml`.
+    #[serde(skip)]
+    pub profile: bool,
 }
 
 impl Default for TrainArgs {
@@ -85,6 +89,7 @@ impl Default for TrainArgs {
             plots: true,
             project: PathBuf::from("runs/train"),
             device: "cpu".into(),
+            profile: false,
         }
     }
 }

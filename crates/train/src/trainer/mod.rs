@@ -117,13 +117,14 @@ where
         }
         None => None,
     };
-    // a resumed run takes its saved arguments; only device and workers come from the command line
+    // a resumed run takes its saved arguments; only device, workers and profile come from the command line
     let state0 = restored.as_deref().map(read_state_only).transpose()?;
     if let Some(s) = &state0 {
-        let (device_arg, workers) = (args.device.clone(), args.workers);
+        let (device_arg, workers, profile) = (args.device.clone(), args.workers, args.profile);
         args = s.args.clone();
         args.device = device_arg;
         args.workers = workers.or(args.workers);
+        args.profile = profile;
     }
     let scale = args.validate()?;
     let source = DataSource::parse(&args.data, args.images.as_deref()).map_err(|e| e.to_string())?;
