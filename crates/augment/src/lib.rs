@@ -72,15 +72,15 @@ pub use image::RgbImage;
 pub use letterbox::letterbox_sample;
 pub use load::{load_resize, Loaded};
 pub use mix::{bbox_ioa, cutmix, cutmix_area, mixup};
-pub use mosaic::{mosaic4, mosaic_center};
+pub use mosaic::{mosaic4, mosaic4_lazy, mosaic_center, LazyMosaic, MosaicCanvas};
 pub use perspective::{
-    apply_bboxes, box_candidates, perspective_matrix, perspective_params, random_perspective, random_perspective_with,
-    PerspectiveParams,
+    apply_bboxes, box_candidates, perspective_matrix, perspective_params, random_perspective,
+    random_perspective_mosaic, random_perspective_with, PerspectiveParams,
 };
 pub use pipeline::{SampleSource, TrainTransform};
 pub use plot::{plot_batch, render_batch, GridLayout, COLORS};
 pub use sample::Sample;
-pub use warp::{warp_affine, warp_perspective};
+pub use warp::{warp_affine, warp_affine_rows, warp_perspective, RowSource};
 
 /// Ultralytics' padding / border grey (`LetterBox(padding_value=114)`, the `borderValue=(114, 114, 114)` of
 /// `RandomPerspective`, the fill of the mosaic canvas).

@@ -1,6 +1,10 @@
 //! `RandomPerspective`: random affine / perspective warp of image and boxes.
 
+use image::RgbImage;
+
+use crate::mosaic::{LazyMosaic, MosaicCanvas};
 use crate::sample::{clip_boxes, uniform};
+use crate::warp::{warp_affine_rows, RowSource};
 use crate::{warp_affine, warp_perspective, AugmentConfig, AugmentError, Sample, PAD_VALUE};
 
 /// The random draws of `RandomPerspective._compute_affine_matrix`, in its draw order.
@@ -143,22 +147,84 @@ pub fn random_perspective_with(
     perspective: bool,
 ) -> Result<Sample, AugmentError> {
     s.validate()?;
+    let img = warp(Source::Image(&s.img), m, size, perspective)?;
+    finish(img, &s.boxes, &s.cls, m, scale, size, perspective)
+}
+
+/// What [`random_perspective_with`] warps: a drawn image, or a mosaic canvas read row by row.
+enum Source<'a> {
+    Image(&'a RgbImage),
+    Mosaic(&'a MosaicCanvas<'a>),
+}
+
+/// The image part of [`random_perspective_with`]. A mosaic canvas is drawn only when the warp is not
+/// axis-aligned (rotation, shear or perspective drawn), where every output pixel may read anywhere.
+fn warp(src: Source, m: &M3, size: [usize; 2], perspective: bool) -> Result<RgbImage, AugmentError> {
     let (ow, oh) = (size[0] as u32, size[1] as u32);
-    let img = if perspective {
-        let md = m.map(|r| r.map(|v| v as f64));
-        warp_perspective(&s.img, md, ow, oh, PAD_VALUE)?
-    } else {
-        let md = [m[0].map(|v| v as f64), m[1].map(|v| v as f64)];
-        warp_affine(&s.img, md, ow, oh, PAD_VALUE)?
+    let md = [m[0].map(|v| v as f64), m[1].map(|v| v as f64)];
+    let drawn;
+    let img = match src {
+        Source::Mosaic(c) if !perspective => match warp_affine_rows(c, md, ow, oh, PAD_VALUE)? {
+            Some(out) => return Ok(out),
+            None => {
+                drawn = c.to_image();
+                &drawn
+            }
+        },
+        Source::Mosaic(c) => {
+            drawn = c.to_image();
+            &drawn
+        }
+        Source::Image(img) => img,
     };
-    let mut boxes = apply_bboxes(&s.boxes, m, perspective);
-    clip_boxes(&mut boxes, size[0] as f32, size[1] as f32);
+    if perspective {
+        warp_perspective(img, m.map(|r| r.map(|v| v as f64)), ow, oh, PAD_VALUE)
+    } else {
+        warp_affine(img, md, ow, oh, PAD_VALUE)
+    }
+}
+
+/// The labels part of [`random_perspective_with`] for the warped `img`.
+fn finish(
+    img: RgbImage,
+    boxes: &[[f32; 4]],
+    cls: &[u32],
+    m: &M3,
+    scale: f64,
+    size: [usize; 2],
+    perspective: bool,
+) -> Result<Sample, AugmentError> {
+    let mut warped = apply_bboxes(boxes, m, perspective);
+    clip_boxes(&mut warped, size[0] as f32, size[1] as f32);
     let sc = scale as f32;
-    let scaled: Vec<[f32; 4]> = s.boxes.iter().map(|b| b.map(|v| v * sc)).collect();
-    let keep = box_candidates(&scaled, &boxes, 2.0, 100.0, 0.1)?;
-    let mut out = Sample { img, boxes, cls: s.cls.clone() };
+    let scaled: Vec<[f32; 4]> = boxes.iter().map(|b| b.map(|v| v * sc)).collect();
+    let keep = box_candidates(&scaled, &warped, 2.0, 100.0, 0.1)?;
+    let mut out = Sample { img, boxes: warped, cls: cls.to_vec() };
     out.retain(&keep);
     Ok(out)
+}
+
+/// [`random_perspective`] of a mosaic whose canvas is not drawn ([`crate::mosaic4_lazy`]): the same draws, the same
+/// sample as `random_perspective(&mosaic4(..), ..)`, without the canvas when the warp is axis-aligned (ultralytics'
+/// defaults: `degrees = shear = perspective = 0`).
+pub fn random_perspective_mosaic(
+    mosaic: &LazyMosaic,
+    cfg: &AugmentConfig,
+    size: [usize; 2],
+    rng: &mut impl rand::Rng,
+) -> Result<Sample, AugmentError> {
+    if size[0] == 0 || size[1] == 0 {
+        return Err(AugmentError::InvalidArgument(format!("random_perspective: empty size {size:?}")));
+    }
+    if mosaic.boxes.len() != mosaic.cls.len() {
+        return Err(AugmentError::LabelCount { boxes: mosaic.boxes.len(), cls: mosaic.cls.len() });
+    }
+    let p = perspective_params(rng, cfg);
+    let (w, h) = mosaic.canvas.dims();
+    let m = perspective_matrix(&p, w, h, size);
+    let perspective = cfg.perspective != 0.0;
+    let img = warp(Source::Mosaic(&mosaic.canvas), &m, size, perspective)?;
+    finish(img, &mosaic.boxes, &mosaic.cls, &m, p.scale, size, perspective)
 }
 
 /// `RandomPerspective(degrees, translate, scale, shear, perspective, size=(w, h))(labels)`: draw the parameters

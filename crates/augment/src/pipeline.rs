@@ -7,8 +7,8 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::mix::mixup_ratio;
 use crate::{
-    cutmix, flip_lr, flip_ud, hsv_gains, mixup, mosaic4, mosaic_center, random_hsv, random_perspective, swap_rb,
-    AugmentConfig, AugmentError, Sample,
+    cutmix, flip_lr, flip_ud, hsv_gains, mixup, mosaic4_lazy, mosaic_center, random_hsv, random_perspective,
+    random_perspective_mosaic, swap_rb, AugmentConfig, AugmentError, Sample,
 };
 
 /// A dataset as the transforms see it: ultralytics' `BaseDataset.get_image_and_label(index)`.
@@ -129,8 +129,8 @@ impl TrainTransform {
     fn pre_transform<S: SampleSource>(&self, src: &S, index: usize, rng: &mut ChaCha8Rng) -> Result<Sample, S::Error> {
         let base = src.load_shared(index)?;
         base.validate()?;
-        let mosaic;
-        let s = if gate(rng, self.cfg.mosaic) {
+        let size = [self.imgsz, self.imgsz];
+        if gate(rng, self.cfg.mosaic) {
             let idx: [usize; 3] = std::array::from_fn(|_| src.mosaic_partner(index, rng));
             if let Some(&j) = idx.iter().find(|&&j| j >= src.len()) {
                 let msg = format!("TrainTransform: mosaic partner {j} out of range for {} samples", src.len());
@@ -138,11 +138,11 @@ impl TrainTransform {
             }
             let others = [src.load_shared(idx[0])?, src.load_shared(idx[1])?, src.load_shared(idx[2])?];
             let (xc, yc) = mosaic_center(rng, self.imgsz);
-            mosaic = mosaic4([&base, &others[0], &others[1], &others[2]], self.imgsz, xc, yc)?;
-            &mosaic
+            // the canvas is read row by row by the warp, never drawn (same sample as `mosaic4` + the warp)
+            let mosaic = mosaic4_lazy([&base, &others[0], &others[1], &others[2]], self.imgsz, xc, yc)?;
+            Ok(random_perspective_mosaic(&mosaic, &self.cfg, size, rng)?)
         } else {
-            base.as_ref()
-        };
-        Ok(random_perspective(s, &self.cfg, [self.imgsz, self.imgsz], rng)?)
+            Ok(random_perspective(&base, &self.cfg, size, rng)?)
+        }
     }
 }

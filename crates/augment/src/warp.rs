@@ -105,6 +105,53 @@ pub fn warp_perspective(
     Ok(run(img, &Inverse::Perspective(t), out_w, out_h, border))
 }
 
+/// An 8-bit RGB source image read one row at a time by the separable warp ([`warp_affine_rows`]): a drawn
+/// [`RgbImage`], or a picture assembled on demand (the mosaic canvas, `crate::mosaic::MosaicCanvas`, never drawn).
+pub trait RowSource {
+    /// `(width, height)` in pixels.
+    fn dims(&self) -> (usize, usize);
+    /// Pixels `x0 .. x0 + out.len() / 3` of row `y` as f32 (`out` interleaved RGB, inside the image).
+    fn row_f32(&self, y: usize, x0: usize, out: &mut [f32]);
+}
+
+impl RowSource for RgbImage {
+    fn dims(&self) -> (usize, usize) {
+        (self.width() as usize, self.height() as usize)
+    }
+
+    #[inline(always)]
+    fn row_f32(&self, y: usize, x0: usize, out: &mut [f32]) {
+        let o = (y * self.width() as usize + x0) * 3;
+        let n = out.len();
+        for (p, &v) in out.iter_mut().zip(&self.as_raw()[o..o + n]) {
+            *p = v as f32;
+        }
+    }
+}
+
+/// [`warp_affine`] of a [`RowSource`] when the inverse map has no off-diagonal terms (the separable path, same
+/// bytes); `Ok(None)` otherwise (the caller draws the source and calls [`warp_affine`]). Same errors as
+/// [`warp_affine`].
+pub fn warp_affine_rows<R: RowSource>(
+    src: &R,
+    m: [[f64; 3]; 2],
+    out_w: u32,
+    out_h: u32,
+    border: u8,
+) -> Result<Option<RgbImage>, AugmentError> {
+    let (w, h) = src.dims();
+    if w == 0 || h == 0 {
+        return Err(AugmentError::EmptyImage { what: "warp_affine input", width: w as u32, height: h as u32 });
+    }
+    check_out(out_w, out_h)?;
+    if m.iter().flatten().any(|v| !v.is_finite()) {
+        return Err(AugmentError::InvalidArgument(format!("warp_affine: non-finite matrix {m:?}")));
+    }
+    let inv = affine_inverse(m)
+        .ok_or_else(|| AugmentError::InvalidArgument(format!("warp_affine: singular matrix {m:?}")))?;
+    Ok((inv[1] == 0.0 && inv[3] == 0.0).then(|| axis_aligned(src, &inv, out_w, out_h, border)))
+}
+
 fn check_out(out_w: u32, out_h: u32) -> Result<(), AugmentError> {
     if out_w == 0 || out_h == 0 {
         return Err(AugmentError::InvalidArgument(format!("warp: empty output size {out_w}x{out_h}")));
@@ -264,7 +311,7 @@ fn tap(s: f32, len: usize) -> Tap {
 /// row. A tap outside the source is the border value as in the general path (an all-border 2x2 gives exactly the
 /// border value, which is also what the general path writes for pixels that map outside), and rows / columns
 /// whose coordinate is far outside (or NaN) are the border value.
-fn axis_aligned(img: &RgbImage, m: &[f64; 6], out_w: u32, out_h: u32, border: u8) -> RgbImage {
+fn axis_aligned<R: RowSource>(img: &R, m: &[f64; 6], out_w: u32, out_h: u32, border: u8) -> RgbImage {
     #[cfg(target_arch = "x86_64")]
     {
         if crate::fma::has_avx2_fma() {
@@ -281,21 +328,20 @@ fn axis_aligned(img: &RgbImage, m: &[f64; 6], out_w: u32, out_h: u32, border: u8
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma,sse4.1")]
-unsafe fn axis_aligned_avx2(img: &RgbImage, m: &[f64; 6], out_w: u32, out_h: u32, border: u8) -> RgbImage {
+unsafe fn axis_aligned_avx2<R: RowSource>(img: &R, m: &[f64; 6], out_w: u32, out_h: u32, border: u8) -> RgbImage {
     axis_aligned_generic(img, m, out_w, out_h, border)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "fma,sse4.1")]
-unsafe fn axis_aligned_fma(img: &RgbImage, m: &[f64; 6], out_w: u32, out_h: u32, border: u8) -> RgbImage {
+unsafe fn axis_aligned_fma<R: RowSource>(img: &R, m: &[f64; 6], out_w: u32, out_h: u32, border: u8) -> RgbImage {
     axis_aligned_generic(img, m, out_w, out_h, border)
 }
 
 #[inline(always)]
-fn axis_aligned_generic(img: &RgbImage, m: &[f64; 6], out_w: u32, out_h: u32, border: u8) -> RgbImage {
+fn axis_aligned_generic<R: RowSource>(img: &R, m: &[f64; 6], out_w: u32, out_h: u32, border: u8) -> RgbImage {
     let (dw, dh) = (out_w as usize, out_h as usize);
-    let (sw, sh) = (img.width() as usize, img.height() as usize);
-    let src = img.as_raw().as_slice();
+    let (sw, sh) = img.dims();
     let bv = border as f32;
     // run_general: sx = (m0 * x + m1 * y) + m2, sy = (m3 * x + m4 * y) + m5; with m1, m3 = ±0 the products
     // m1 * y, m3 * x are a zero of the sign of m1, m3 for every x, y >= 0.
@@ -310,8 +356,12 @@ fn axis_aligned_generic(img: &RgbImage, m: &[f64; 6], out_w: u32, out_h: u32, bo
     let cols = &cols[x_lo..=x_last];
     assert!(cols.iter().all(|c| c.t0 <= sw + 1 && c.t1 <= sw + 1), "taps lie in the padded row");
     let (c0, c1) = (x_lo * 3, (x_last + 1) * 3);
-    // One source row padded with a border pixel on each side.
+    // One source row padded with a border pixel on each side; only the source pixels that some tap reads are
+    // converted (`j0 .. j1`: padded indices `j0 + 1 ..= j1`).
     let mut padded = vec![bv; (sw + 2) * 3];
+    let p_lo = cols.iter().map(|c| c.t0.min(c.t1)).min().unwrap_or(0);
+    let p_hi = cols.iter().map(|c| c.t0.max(c.t1)).max().unwrap_or(0);
+    let span = (p_lo.max(1) - 1, p_hi.min(sw));
     let n = c1 - c0;
     let mut bufs = [vec![0f32; n], vec![0f32; n]];
     let mut keys = [usize::MAX; 2];
@@ -324,7 +374,7 @@ fn axis_aligned_generic(img: &RgbImage, m: &[f64; 6], out_w: u32, out_h: u32, bo
                 bufs.swap(0, 1);
                 keys.swap(0, 1);
             } else {
-                hrow(src, sw, sh, r.t0, cols, &mut padded, &mut bufs[0], bv);
+                hrow(img, sh, span, r.t0, cols, &mut padded, &mut bufs[0], bv);
                 keys[0] = r.t0;
             }
         }
@@ -333,7 +383,7 @@ fn axis_aligned_generic(img: &RgbImage, m: &[f64; 6], out_w: u32, out_h: u32, bo
                 let (a, b) = bufs.split_at_mut(1);
                 b[0].copy_from_slice(&a[0]);
             } else {
-                hrow(src, sw, sh, r.t1, cols, &mut padded, &mut bufs[1], bv);
+                hrow(img, sh, span, r.t1, cols, &mut padded, &mut bufs[1], bv);
             }
             keys[1] = r.t1;
         }
@@ -349,18 +399,29 @@ fn axis_aligned_generic(img: &RgbImage, m: &[f64; 6], out_w: u32, out_h: u32, bo
 }
 
 /// Horizontal pass of one source row for [`axis_aligned`]: `h[x] = fma(ax, p01 - p00, p00)` per destination column
-/// of `cols`; `r` is a padded row number (`0` and `sh + 1` are border rows, all `bv`). A plain function, not a
-/// closure, so that it is inlined into (and compiled with the target features of) its caller.
+/// of `cols`; `r` is a padded row number (`0` and `sh + 1` are border rows, all `bv`); source pixels
+/// `span.0 .. span.1` of the row are read (the taps' range; the rest of `padded` is never read). A plain function,
+/// not a closure, so that it is inlined into (and compiled with the target features of) its caller.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn hrow(src: &[u8], sw: usize, sh: usize, r: usize, cols: &[Tap], padded: &mut [f32], h: &mut [f32], bv: f32) {
+fn hrow<R: RowSource>(
+    src: &R,
+    sh: usize,
+    span: (usize, usize),
+    r: usize,
+    cols: &[Tap],
+    padded: &mut [f32],
+    h: &mut [f32],
+    bv: f32,
+) {
     if r == 0 || r == sh + 1 {
         h.fill(bv);
         return;
     }
-    for (p, &v) in padded[3..3 + sw * 3].iter_mut().zip(&src[(r - 1) * sw * 3..r * sw * 3]) {
-        *p = v as f32;
+    if span.0 < span.1 {
+        src.row_f32(r - 1, span.0, &mut padded[(span.0 + 1) * 3..(span.1 + 1) * 3]);
     }
+    let sw = src.dims().0;
     assert_eq!(padded.len(), (sw + 2) * 3);
     for (c, hv) in cols.iter().zip(h.chunks_exact_mut(3)) {
         let (o0, o1) = (c.t0 * 3, c.t1 * 3);
