@@ -241,9 +241,22 @@ fn short_cpu_run_writes_outputs_and_resumes_exactly() {
     assert_eq!(csv.lines().count(), 3);
     assert!(csv.starts_with("epoch,time,train/box_loss,train/cls_loss,train/l1_loss,metrics/precision(B)"));
 
-    // (through burn-train's line renderer this time: the lines go to the captured stdout)
-    let b =
-        train::<Autodiff<B>>(args(Path::new("unused")), &dev, Some(&killed), Ui::Lines, |_| {}).expect("resumed run");
+    // (through burn-train's line renderer this time: the lines go to the captured stdout; and with `--profile`,
+    // whose step records its phases and synchronises after each: the same losses)
+    let profiled = TrainArgs { profile: true, ..args(Path::new("unused")) };
+    let infos = Arc::new(Mutex::new(Vec::new()));
+    let infos2 = infos.clone();
+    let b = train::<Autodiff<B>>(profiled, &dev, Some(&killed), Ui::Lines, move |ev| {
+        if let Event::Info(line) = ev {
+            infos2.lock().unwrap().push(line);
+        }
+    })
+    .expect("resumed run");
+    let infos = infos.lock().unwrap().clone();
+    let prof = infos.iter().find(|l| l.starts_with("profile epoch 2: 3 iterations")).expect("a profile line");
+    for phase in ["data", "upload", "forward+loss", "backward", "optimizer", "ema"] {
+        assert!(prof.contains(phase), "{phase} missing from {prof}");
+    }
     assert_eq!(b.rows.len(), 2, "the resumed run keeps the first epoch's row");
     // Flex is not bit-deterministic from run to run (its parallel reductions split work dynamically: two unbroken
     // runs of this test differ by ~1e-6 relative in the second epoch), so the resumed run is compared with a
