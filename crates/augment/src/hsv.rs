@@ -178,6 +178,8 @@ type Lanes = ([i32; BLOCK], [f32; BLOCK], [f32; BLOCK], [f32; BLOCK]);
 #[inline(always)]
 fn int_pass(rgb: &[[i32; BLOCK]; 3], t: &Tables, out: &mut Lanes) {
     let half = 1 << (HSV_SHIFT - 1);
+    // (indexed: eight arrays walked in step; the loop vectorises only its float parts)
+    #[allow(clippy::needless_range_loop)]
     for i in 0..BLOCK {
         let (r, g, b) = (rgb[0][i], rgb[1][i], rgb[2][i]);
         let v = b.max(g).max(r);
