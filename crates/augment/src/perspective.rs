@@ -213,18 +213,11 @@ pub fn random_perspective_mosaic(
     size: [usize; 2],
     rng: &mut impl rand::Rng,
 ) -> Result<Sample, AugmentError> {
-    if size[0] == 0 || size[1] == 0 {
-        return Err(AugmentError::InvalidArgument(format!("random_perspective: empty size {size:?}")));
-    }
     if mosaic.boxes.len() != mosaic.cls.len() {
         return Err(AugmentError::LabelCount { boxes: mosaic.boxes.len(), cls: mosaic.cls.len() });
     }
-    let p = perspective_params(rng, cfg);
-    let (w, h) = mosaic.canvas.dims();
-    let m = perspective_matrix(&p, w, h, size);
-    let perspective = cfg.perspective != 0.0;
-    let img = warp(Source::Mosaic(&mosaic.canvas), &m, size, perspective)?;
-    finish(img, &mosaic.boxes, &mosaic.cls, &m, p.scale, size, perspective)
+    let src = Source::Mosaic(&mosaic.canvas);
+    draw_and_apply(src, mosaic.canvas.dims(), &mosaic.boxes, &mosaic.cls, cfg, size, rng)
 }
 
 /// `RandomPerspective(degrees, translate, scale, shear, perspective, size=(w, h))(labels)`: draw the parameters
@@ -237,10 +230,27 @@ pub fn random_perspective(
     size: [usize; 2],
     rng: &mut impl rand::Rng,
 ) -> Result<Sample, AugmentError> {
+    s.validate()?;
+    let dims = (s.img.width() as usize, s.img.height() as usize);
+    draw_and_apply(Source::Image(&s.img), dims, &s.boxes, &s.cls, cfg, size, rng)
+}
+
+/// The draws, the matrix for a `dims` input, the warp and the labels: [`random_perspective`] of any [`Source`].
+fn draw_and_apply(
+    src: Source,
+    dims: (usize, usize),
+    boxes: &[[f32; 4]],
+    cls: &[u32],
+    cfg: &AugmentConfig,
+    size: [usize; 2],
+    rng: &mut impl rand::Rng,
+) -> Result<Sample, AugmentError> {
     if size[0] == 0 || size[1] == 0 {
         return Err(AugmentError::InvalidArgument(format!("random_perspective: empty size {size:?}")));
     }
     let p = perspective_params(rng, cfg);
-    let m = perspective_matrix(&p, s.img.width() as usize, s.img.height() as usize, size);
-    random_perspective_with(s, &m, p.scale, size, cfg.perspective != 0.0)
+    let m = perspective_matrix(&p, dims.0, dims.1, size);
+    let perspective = cfg.perspective != 0.0;
+    let img = warp(src, &m, size, perspective)?;
+    finish(img, boxes, cls, &m, p.scale, size, perspective)
 }
