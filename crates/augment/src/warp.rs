@@ -43,13 +43,17 @@ pub fn warp_affine(
     border: u8,
 ) -> Result<RgbImage, AugmentError> {
     check_image("warp_affine input", img)?;
+    let inv = checked_affine_inverse(m, out_w, out_h)?;
+    Ok(run(img, &Inverse::Affine(inv), out_w, out_h, border))
+}
+
+/// [`warp_affine`]'s checks of the output size and the matrix, and the matrix's inverse.
+fn checked_affine_inverse(m: [[f64; 3]; 2], out_w: u32, out_h: u32) -> Result<[f64; 6], AugmentError> {
     check_out(out_w, out_h)?;
     if m.iter().flatten().any(|v| !v.is_finite()) {
         return Err(AugmentError::InvalidArgument(format!("warp_affine: non-finite matrix {m:?}")));
     }
-    let inv = affine_inverse(m)
-        .ok_or_else(|| AugmentError::InvalidArgument(format!("warp_affine: singular matrix {m:?}")))?;
-    Ok(run(img, &Inverse::Affine(inv), out_w, out_h, border))
+    affine_inverse(m).ok_or_else(|| AugmentError::InvalidArgument(format!("warp_affine: singular matrix {m:?}")))
 }
 
 /// OpenCV's inverse of a 2x3 affine matrix (imgwarp.cpp, `warpAffine` without WARP_INVERSE_MAP); `None` when
@@ -143,12 +147,7 @@ pub fn warp_affine_rows<R: RowSource>(
     if w == 0 || h == 0 {
         return Err(AugmentError::EmptyImage { what: "warp_affine input", width: w as u32, height: h as u32 });
     }
-    check_out(out_w, out_h)?;
-    if m.iter().flatten().any(|v| !v.is_finite()) {
-        return Err(AugmentError::InvalidArgument(format!("warp_affine: non-finite matrix {m:?}")));
-    }
-    let inv = affine_inverse(m)
-        .ok_or_else(|| AugmentError::InvalidArgument(format!("warp_affine: singular matrix {m:?}")))?;
+    let inv = checked_affine_inverse(m, out_w, out_h)?;
     Ok((inv[1] == 0.0 && inv[3] == 0.0).then(|| axis_aligned(src, &inv, out_w, out_h, border)))
 }
 
@@ -357,7 +356,7 @@ fn axis_aligned_generic<R: RowSource>(img: &R, m: &[f64; 6], out_w: u32, out_h: 
     assert!(cols.iter().all(|c| c.t0 <= sw + 1 && c.t1 <= sw + 1), "taps lie in the padded row");
     let (c0, c1) = (x_lo * 3, (x_last + 1) * 3);
     // One source row padded with a border pixel on each side; only the source pixels that some tap reads are
-    // converted (`j0 .. j1`: padded indices `j0 + 1 ..= j1`).
+    // converted (source pixels `span.0 .. span.1`, padded indices `span.0 + 1 ..= span.1`).
     let mut padded = vec![bv; (sw + 2) * 3];
     let p_lo = cols.iter().map(|c| c.t0.min(c.t1)).min().unwrap_or(0);
     let p_hi = cols.iter().map(|c| c.t0.max(c.t1)).max().unwrap_or(0);

@@ -81,8 +81,8 @@ pub struct TrainCliArgs {
     /// Plain progress lines instead of burn-train's terminal UI (the default when stdout is not a terminal).
     #[arg(long = "no-tui")]
     pub no_tui: bool,
-    /// Print, after every epoch, where a training iteration's time goes (data wait, forward+loss+backward,
-    /// gradient bookkeeping, optimizer, EMA, logging), each phase ended by a device synchronisation (slower).
+    /// Print, after every epoch, where a training iteration's time goes (data wait, upload, forward+loss,
+    /// backward, gradient bookkeeping, optimizer, EMA, logging), each phase ended by a device synchronisation (slower).
     #[arg(long)]
     pub profile: bool,
     /// Continue the run in this directory from its weights/last.state.safetensors, with its saved arguments (only

@@ -12,13 +12,8 @@ use crate::assigner::GtBoxes;
 use crate::backend::TrainBackend;
 use crate::loss::{E2ELoss, E2ELossOutput};
 
-/// `[B, 3, H, W]` f32 in [0, 1] from a batch's u8 pixels (ultralytics `preprocess_batch`: `img.float() / 255`,
-/// on the GPU there too); see [`images_tensor`].
-pub fn batch_images<B: Backend>(batch: &Batch, device: &B::Device) -> Tensor<B, 4> {
-    images_tensor::<B>(&batch.images, batch.shape, device)
-}
-
-/// `[B, 3, H, W]` f32 in [0, 1] from u8 pixels `images` of `shape`: where the backend stores u8 tensors
+/// `[B, 3, H, W]` f32 in [0, 1] from u8 pixels `images` of `shape` (a batch's `images`; ultralytics
+/// `preprocess_batch`: `img.float() / 255`, on the GPU there too): where the backend stores u8 tensors
 /// (`Backend::supports_dtype(U8)`: CUDA, Flex; not WGSL) the u8 bytes are sent as they are, in pieces of whole
 /// images of at most [`UPLOAD_CHUNK_BYTES`] (concatenated on the device), and converted there (`float() / 255`, the
 /// division IEEE-exact as on the host: tested on every value); elsewhere the host converts (on rayon's pool) and

@@ -12,7 +12,7 @@ use burn::prelude::*;
 pub enum Phase {
     /// Waiting for the loader's next batch.
     Data,
-    /// The batch's images (u8 -> f32 on the host) and boxes sent to the device.
+    /// The batch's u8 images and its boxes sent to the device, the images converted to f32 there.
     Upload,
     /// The training forward (both heads) and `E2ELoss`.
     Forward,
