@@ -76,7 +76,7 @@ fn val_end2end_head_matches_ultralytics() {
 fn coco_round_trip(report: &yolo26_train::val::ValReport, key: &str) {
     let dir = std::env::temp_dir().join(format!("yolo26-val-parity-{key}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    yolo26_data::write_ultralytics(&dir, 1, 100, 0).unwrap();
+    yolo26_data::write_ultralytics(&dir, yolo26_data::Recipe::Full, 1, 100, 0).unwrap();
     let out = dir.join("run");
     let written = report.write(&out, true).unwrap();
     for f in ["metrics.json", "per_class.csv", "predictions.json", "BoxPR_curve.png", "confusion_matrix.png"] {

@@ -11,7 +11,7 @@ use yolo26_data::{DataSource, Split, TrainLoader, TrainLoaderConfig};
 
 #[derive(Args, Debug, Clone)]
 pub struct PlotBatchArgs {
-    /// Dataset: an ultralytics data.yaml, a COCO instances .json (with --images), or synthetic[:N][@SEED].
+    /// Dataset: an ultralytics data.yaml, a COCO instances .json (with --images), or synthetic[-easy][:N][@SEED].
     #[arg(long)]
     pub data: String,
     #[arg(long)]

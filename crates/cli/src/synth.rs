@@ -1,4 +1,5 @@
-//! `yolo26 synth`: the built-in synthetic dataset (`--data synthetic:N@SEED`) written in the ultralytics layout,
+//! `yolo26 synth`: the built-in synthetic dataset (`--data synthetic:N@SEED`, with `--easy`
+//! `synthetic-easy:N@SEED`) written in the ultralytics layout,
 //! so ultralytics trains and validates on the very same pixels (lossless PNG) and labels.
 
 use std::path::PathBuf;
@@ -20,6 +21,9 @@ pub struct SynthArgs {
     /// Seed (the SEED of synthetic:N@SEED).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// The easy recipe (`synthetic-easy`: 3 classes, large objects, plain backgrounds) instead of the full one.
+    #[arg(long)]
+    pub easy: bool,
 }
 
 pub fn run(a: SynthArgs) -> anyhow::Result<()> {
@@ -31,7 +35,8 @@ pub fn run(a: SynthArgs) -> anyhow::Result<()> {
         bail!("--val must be at least 1");
     }
     let t = std::time::Instant::now();
-    let yaml = yolo26_data::write_ultralytics(&a.out, a.train, val, a.seed)?;
+    let recipe = if a.easy { yolo26_data::Recipe::Easy } else { yolo26_data::Recipe::Full };
+    let yaml = yolo26_data::write_ultralytics(&a.out, recipe, a.train, val, a.seed)?;
     println!(
         "wrote {} train + {val} val images to {} in {:.1} s; data: {}",
         a.train,

@@ -15,7 +15,7 @@ use crate::backend::{dispatch_train, TrainJob};
 
 #[derive(Args, Debug, Clone)]
 pub struct TrainCliArgs {
-    /// Dataset: an ultralytics data.yaml, a COCO instances .json (with --images), or synthetic[:N][@SEED].
+    /// Dataset: an ultralytics data.yaml, a COCO instances .json (with --images), or synthetic[-easy][:N][@SEED].
     #[arg(long, default_value = "synthetic:2000")]
     pub data: String,
     /// Image directory of a COCO instances JSON.
@@ -78,6 +78,9 @@ pub struct TrainCliArgs {
     /// Run directory; an existing one gets a number appended (runs/train, runs/train2, ...).
     #[arg(long, default_value = "runs/train")]
     pub project: PathBuf,
+    /// Train into --project even when it exists (its files are overwritten) instead of numbering a new one.
+    #[arg(long)]
+    pub exist_ok: bool,
     /// Plain progress lines instead of burn-train's terminal UI (the default when stdout is not a terminal).
     #[arg(long = "no-tui")]
     pub no_tui: bool,
@@ -118,6 +121,7 @@ impl TrainCliArgs {
             end2end: self.end2end,
             patience: self.patience,
             project: self.project.clone(),
+            exist_ok: self.exist_ok,
             device: self.device.clone(),
             profile: self.profile,
             ..TrainArgs::default()

@@ -23,7 +23,7 @@ pub struct ValArgs {
     /// Weights: ultralytics .pt checkpoint or safetensors state_dict.
     #[arg(long)]
     pub weights: PathBuf,
-    /// Dataset: an ultralytics data.yaml, a COCO instances .json (with --images), or synthetic[:N][@SEED].
+    /// Dataset: an ultralytics data.yaml, a COCO instances .json (with --images), or synthetic[-easy][:N][@SEED].
     #[arg(long)]
     pub data: String,
     /// Image directory of a COCO instances JSON.

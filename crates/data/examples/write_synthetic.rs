@@ -18,7 +18,13 @@ fn main() {
     };
     let (train_n, val_n, seed) = (parse(&args[2], "TRAIN_N"), parse(&args[3], "VAL_N"), parse(&args[4], "SEED"));
     let t = std::time::Instant::now();
-    match yolo26_data::write_ultralytics(std::path::Path::new(&args[1]), train_n as usize, val_n as usize, seed) {
+    match yolo26_data::write_ultralytics(
+        std::path::Path::new(&args[1]),
+        yolo26_data::Recipe::Full,
+        train_n as usize,
+        val_n as usize,
+        seed,
+    ) {
         Ok(p) => {
             let dt = t.elapsed().as_secs_f64();
             println!(

@@ -11,7 +11,7 @@ use crate::coco::{scan_coco, CocoInfo};
 use crate::config::{img_files, load_data_yaml, DataConfig};
 use crate::labels::Labels;
 use crate::scan::{scan_images, ScanSummary};
-use crate::synthetic::{self, SyntheticSpec, TRAIN_SPLIT, VAL_SPLIT};
+use crate::synthetic::{self, Recipe, SyntheticSpec, TRAIN_SPLIT, VAL_SPLIT};
 use crate::DataError;
 
 /// Which split to open.
@@ -41,19 +41,19 @@ impl Split {
 pub enum ImageSource {
     /// An image file (decoded with OpenCV `imread` semantics, RGB, see [`crate::labels::decode_lenient`]).
     File(PathBuf),
-    /// Image `index` of split `split` of the synthetic dataset with `seed` (rendered on demand).
-    Synthetic { seed: u64, split: u32, index: u64 },
+    /// Image `index` of split `split` of the synthetic dataset `recipe` with `seed` (rendered on demand).
+    Synthetic { recipe: Recipe, seed: u64, split: u32, index: u64 },
 }
 
 impl ImageSource {
-    /// A printable name: the file path, or `synthetic@SEED/{train,val}/NNNNNN.png` (the file name that
+    /// A printable name: the file path, or `synthetic[-easy]@SEED/{train,val}/NNNNNN.png` (the file name that
     /// `write_ultralytics` gives the same image).
     pub fn display_path(&self) -> PathBuf {
         match self {
             ImageSource::File(p) => p.clone(),
-            ImageSource::Synthetic { seed, split, index } => {
+            ImageSource::Synthetic { recipe, seed, split, index } => {
                 let s = if *split == TRAIN_SPLIT { "train" } else { "val" };
-                PathBuf::from(format!("synthetic@{seed}/{s}/{index:06}.png"))
+                PathBuf::from(format!("{}@{seed}/{s}/{index:06}.png", recipe.name()))
             }
         }
     }
@@ -95,7 +95,7 @@ pub enum DataSource {
 }
 
 impl DataSource {
-    /// Interpret `--data` (and `--images`): `synthetic[:N][@SEED]`, a `.json` file (needs `images`), else a dataset
+    /// Interpret `--data` (and `--images`): `synthetic[-easy][:N][@SEED]`, a `.json` file (needs `images`), else a dataset
     /// YAML.
     pub fn parse(data: &str, images: Option<&Path>) -> Result<Self, DataError> {
         if let Some(s) = SyntheticSpec::parse(data)? {
@@ -118,7 +118,7 @@ impl DataSource {
     pub fn names(&self) -> Result<Vec<String>, DataError> {
         match self {
             DataSource::Yaml(c) => Ok(c.names.clone()),
-            DataSource::Synthetic(_) => Ok(synthetic::CLASS_NAMES.iter().map(|s| s.to_string()).collect()),
+            DataSource::Synthetic(s) => Ok(s.recipe.names().iter().map(|s| s.to_string()).collect()),
             DataSource::Coco { json, .. } => crate::coco::read_names(json),
         }
     }
@@ -138,8 +138,8 @@ impl DataSource {
             }
             DataSource::Coco { json, images } => Dataset::from_coco(json, images),
             DataSource::Synthetic(s) => Ok(match split {
-                Split::Train => Dataset::synthetic(s.seed, TRAIN_SPLIT, s.n),
-                _ => Dataset::synthetic(s.seed, VAL_SPLIT, s.val_n()),
+                Split::Train => Dataset::synthetic(s.recipe, s.seed, TRAIN_SPLIT, s.n),
+                _ => Dataset::synthetic(s.recipe, s.seed, VAL_SPLIT, s.val_n()),
             }),
         }
     }
@@ -183,16 +183,16 @@ impl Dataset {
         Ok(Dataset { names: scan.names, entries, summary: scan.summary, coco: Some(info) })
     }
 
-    /// `n` images of split `split` of the synthetic dataset with `seed`, rendered once in parallel to get their
-    /// labels (pixels are re-rendered on every [`Dataset::load_image`]).
-    pub fn synthetic(seed: u64, split: u32, n: usize) -> Self {
+    /// `n` images of split `split` of the synthetic dataset `recipe` with `seed`, rendered once in parallel to get
+    /// their labels (pixels are re-rendered on every [`Dataset::load_image`]).
+    pub fn synthetic(recipe: Recipe, seed: u64, split: u32, n: usize) -> Self {
         let entries: Vec<Entry> = (0..n as u64)
             .into_par_iter()
             .map(|index| {
-                let r = synthetic::render(seed, split, index);
+                let r = synthetic::render_recipe(recipe, seed, split, index);
                 let labels = synthetic::labels_of(&r);
                 Entry {
-                    source: ImageSource::Synthetic { seed, split, index },
+                    source: ImageSource::Synthetic { recipe, seed, split, index },
                     shape: [r.img.height(), r.img.width()],
                     labels,
                 }
@@ -205,7 +205,7 @@ impl Dataset {
             }
             summary.found += 1;
         }
-        Dataset { names: synthetic::CLASS_NAMES.iter().map(|s| s.to_string()).collect(), entries, summary, coco: None }
+        Dataset { names: recipe.names().iter().map(|s| s.to_string()).collect(), entries, summary, coco: None }
     }
 
     /// Number of images (ultralytics `len(dataset)`).
@@ -238,7 +238,9 @@ impl Dataset {
                     .map(|d| d.0)
                     .map_err(|msg| DataError::Decode { path: p.clone(), msg })
             }
-            ImageSource::Synthetic { seed, split, index } => Ok(synthetic::render(*seed, *split, *index).img),
+            ImageSource::Synthetic { recipe, seed, split, index } => {
+                Ok(synthetic::render_recipe(*recipe, *seed, *split, *index).img)
+            }
         }
     }
 }

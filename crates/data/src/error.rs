@@ -25,7 +25,7 @@ pub enum DataError {
     /// An image could not be decoded when loading a batch.
     #[error("{path}: cannot decode image: {msg}")]
     Decode { path: PathBuf, msg: String },
-    /// A `synthetic[:N][@SEED]` spec or another argument is malformed.
+    /// A `synthetic[-easy][:N][@SEED]` spec or another argument is malformed.
     #[error("{0}")]
     Spec(String),
     /// The augmentation pipeline failed for one sample.

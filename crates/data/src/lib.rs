@@ -4,7 +4,7 @@
 //! * [`labels`], [`scan`]: `verify_image_label`, `check_image`, `YOLODataset.cache_labels` / `get_labels` with our
 //!   own JSON index cache;
 //! * [`coco`]: COCO instances JSON (as `converter.convert_coco` would convert it, in memory);
-//! * [`synthetic`]: the built-in procedurally drawn dataset `synthetic[:N][@SEED]` and its ultralytics writer;
+//! * [`synthetic`]: the built-in procedurally drawn dataset `synthetic[-easy][:N][@SEED]` and its ultralytics writer;
 //! * [`dataset`]: one split ([`Dataset`]) and what `--data` names ([`DataSource`]);
 //! * [`rect`]: `BaseDataset.set_rectangle` (validation batch shapes);
 //! * [`loader`]: the training and validation loaders (`build_dataloader`, `InfiniteDataLoader`, `collate_fn`).
@@ -30,4 +30,4 @@ pub use error::DataError;
 pub use labels::{LabelStatus, Labels};
 pub use loader::{Batch, BatchIter, RatioPad, TrainLoader, TrainLoaderConfig, ValLoader, ValLoaderConfig};
 pub use scan::ScanSummary;
-pub use synthetic::{write_ultralytics, SyntheticSpec};
+pub use synthetic::{write_ultralytics, Recipe, SyntheticSpec};

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use yolo26_augment::AugmentConfig;
 use yolo26_data::synthetic::{render, VAL_SPLIT};
-use yolo26_data::{Dataset, TrainLoader, TrainLoaderConfig, ValLoader, ValLoaderConfig};
+use yolo26_data::{Dataset, Recipe, TrainLoader, TrainLoaderConfig, ValLoader, ValLoaderConfig};
 
 fn train_cfg(workers: usize) -> TrainLoaderConfig {
     TrainLoaderConfig {
@@ -21,7 +21,7 @@ fn train_cfg(workers: usize) -> TrainLoaderConfig {
 
 #[test]
 fn same_seed_same_batches_for_any_thread_count() {
-    let ds = Arc::new(Dataset::synthetic(1, 0, 21));
+    let ds = Arc::new(Dataset::synthetic(Recipe::Full, 1, 0, 21));
     let one = TrainLoader::new(ds.clone(), train_cfg(1)).unwrap();
     let two = TrainLoader::new(ds.clone(), TrainLoaderConfig { buffer: Some(0), ..train_cfg(2) }).unwrap();
     assert_eq!(one.num_batches(), 3); // drop_last=False
@@ -61,7 +61,7 @@ fn same_seed_same_batches_for_any_thread_count() {
 /// centred (RandomPerspective with identity M: C centres, T moves to imgsz/2).
 #[test]
 fn train_targets_map_back_to_drawn_objects() {
-    let ds = Arc::new(Dataset::synthetic(4, 0, 6));
+    let ds = Arc::new(Dataset::synthetic(Recipe::Full, 4, 0, 6));
     let aug = AugmentConfig {
         hsv_h: 0.0,
         hsv_s: 0.0,
@@ -106,7 +106,7 @@ fn train_targets_map_back_to_drawn_objects() {
 
 #[test]
 fn val_rect_batches_and_boxes_back_to_original() {
-    let ds = Arc::new(Dataset::synthetic(2, VAL_SPLIT, 11));
+    let ds = Arc::new(Dataset::synthetic(Recipe::Full, 2, VAL_SPLIT, 11));
     let cfg = ValLoaderConfig { batch_size: 4, imgsz: 320, workers: 2, ..Default::default() };
     let loader = ValLoader::new(ds.clone(), cfg).unwrap();
     let shapes = loader.rect().batch_shapes.clone();
@@ -149,7 +149,7 @@ fn val_rect_batches_and_boxes_back_to_original() {
 
 #[test]
 fn loader_speed_smoke() {
-    let ds = Arc::new(Dataset::synthetic(9, 0, 16));
+    let ds = Arc::new(Dataset::synthetic(Recipe::Full, 9, 0, 16));
     let loader =
         TrainLoader::new(ds, TrainLoaderConfig { batch_size: 8, imgsz: 640, workers: 2, ..Default::default() })
             .unwrap();
@@ -162,7 +162,7 @@ fn loader_speed_smoke() {
 #[test]
 fn buffer_serves_mosaic_partners() {
     let n = 300;
-    let ds = Arc::new(Dataset::synthetic(3, 0, n));
+    let ds = Arc::new(Dataset::synthetic(Recipe::Full, 3, 0, n));
     let cfg =
         TrainLoaderConfig { batch_size: 4, imgsz: 64, workers: 2, epochs: 3, close_mosaic: 0, ..Default::default() };
     let loader = TrainLoader::new(ds, cfg).unwrap();

@@ -88,7 +88,7 @@ fn val_loader_matches_ultralytics_val_items() {
     use std::sync::Arc;
     let f = fixture("val_items.json");
     let dir = tempfile::tempdir().unwrap();
-    let yaml = yolo26_data::write_ultralytics(dir.path(), 6, 7, 11).unwrap();
+    let yaml = yolo26_data::write_ultralytics(dir.path(), yolo26_data::Recipe::Full, 6, 7, 11).unwrap();
     let src = yolo26_data::DataSource::parse(yaml.to_str().unwrap(), None).unwrap();
     let ds = Arc::new(src.open(yolo26_data::Split::Val).unwrap());
     let cfg = yolo26_data::ValLoaderConfig { batch_size: 3, imgsz: 320, workers: 2, ..Default::default() };
@@ -146,7 +146,7 @@ fn train_loader_without_random_augmentation_matches_ultralytics() {
     use std::sync::Arc;
     let f = fixture("val_items.json");
     let dir = tempfile::tempdir().unwrap();
-    let yaml = yolo26_data::write_ultralytics(dir.path(), 6, 7, 11).unwrap();
+    let yaml = yolo26_data::write_ultralytics(dir.path(), yolo26_data::Recipe::Full, 6, 7, 11).unwrap();
     let src = yolo26_data::DataSource::parse(yaml.to_str().unwrap(), None).unwrap();
     let ds = Arc::new(src.open(yolo26_data::Split::Train).unwrap());
     let off = yolo26_augment::AugmentConfig {

@@ -19,7 +19,7 @@ use yolo26_data::{DataSource, Split, TrainLoader, TrainLoaderConfig, ValLoader, 
 
 #[derive(Parser)]
 struct Args {
-    /// synthetic[:N][@SEED] (in memory) or an ultralytics data.yaml.
+    /// synthetic[-easy][:N][@SEED] (in memory) or an ultralytics data.yaml.
     #[arg(long)]
     data: String,
     #[arg(long, default_value_t = 640)]

@@ -17,7 +17,7 @@ use yolo26_model::{DecodeMode, Detector, DetectorOptions, Scale};
 
 use crate::backend::{dispatch, Job};
 use output::{claim_output_dir, refuse_writing_into_source};
-use run_loop::{predict_all, Entry};
+use run_loop::{predict_all, Entry, Source};
 
 #[derive(Args, Debug, Clone)]
 pub struct PredictArgs {
@@ -34,7 +34,8 @@ pub struct PredictArgs {
     /// Class names: JSON list/object or one name per line (default: from the checkpoint, else COCO).
     #[arg(long)]
     pub names: Option<PathBuf>,
-    /// Image file or directory of images.
+    /// Image file, directory of images, or `synthetic[-easy][:N][@SEED]`: the held-out (val) images of that
+    /// built-in dataset, rendered.
     #[arg(long, default_value = "assets/bus.png")]
     pub source: PathBuf,
     /// Square input size, a multiple of 32 (at most 8192).
@@ -72,7 +73,13 @@ pub struct PredictArgs {
 
 const IMAGE_EXTS: [&str; 8] = ["jpg", "jpeg", "png", "bmp", "webp", "tif", "tiff", "gif"];
 
-fn list_sources(src: &Path) -> anyhow::Result<Vec<PathBuf>> {
+/// The images of `--source`: a file, the images of a directory (sorted), or the held-out (val) split of the
+/// built-in synthetic dataset when `src` is a `synthetic[-easy][:N][@SEED]` spec (rendered, not read).
+fn list_sources(src: &Path) -> anyhow::Result<Vec<Source>> {
+    if let Some(spec) = src.to_str().map(yolo26_data::SyntheticSpec::parse).transpose()?.flatten() {
+        let set = Arc::new(yolo26_data::DataSource::Synthetic(spec).open(yolo26_data::Split::Val)?);
+        return Ok((0..set.len()).map(|index| Source::Dataset { set: set.clone(), index }).collect());
+    }
     if src.is_dir() {
         let mut v: Vec<PathBuf> = std::fs::read_dir(src)
             .with_context(|| format!("cannot list {}", src.display()))?
@@ -87,9 +94,9 @@ fn list_sources(src: &Path) -> anyhow::Result<Vec<PathBuf>> {
         if v.is_empty() {
             bail!("{}: no images ({}) in this directory", src.display(), IMAGE_EXTS.join(", "));
         }
-        Ok(v)
+        Ok(v.into_iter().map(Source::File).collect())
     } else if src.is_file() {
-        Ok(vec![src.to_path_buf()])
+        Ok(vec![Source::File(src.to_path_buf())])
     } else {
         bail!("--source {}: no such file or directory", src.display())
     }
@@ -104,7 +111,10 @@ impl Job for PredictArgs {
             yolo26_model::nn::conv::ConvMath::Exact
         });
         let sources = list_sources(&self.source)?;
-        refuse_writing_into_source(&self.source, &self.out)?;
+        let from_files = matches!(sources.first(), Some(Source::File(_)));
+        if from_files {
+            refuse_writing_into_source(&self.source, &self.out)?;
+        }
         let names = self.names.as_deref().map(read_names).transpose().map_err(anyhow::Error::msg)?;
         let opts = DetectorOptions {
             imgsz: self.imgsz,
@@ -118,7 +128,9 @@ impl Job for PredictArgs {
         };
         let det = Detector::<B>::new(self.model, &self.weights, names, opts, &device)?;
         let out = claim_output_dir(&self.out, self.exist_ok)?;
-        refuse_writing_into_source(&self.source, &out)?;
+        if from_files {
+            refuse_writing_into_source(&self.source, &out)?;
+        }
         let bar = if sources.len() > 1 {
             let b = ProgressBar::new(sources.len() as u64);
             b.set_style(

@@ -3,7 +3,9 @@
 //! few seconds and at the end, and a stop request (SIGINT / SIGTERM) honoured between images with everything
 //! done so far written. ultralytics' `predict` on a folder likewise warns and goes on.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -52,6 +54,41 @@ pub struct JsonDet {
     pub class: String,
 }
 
+/// One image `predict` reads: a file, or an image of a dataset split (the built-in synthetic one, rendered).
+#[derive(Clone, Debug)]
+pub enum Source {
+    File(PathBuf),
+    Dataset { set: Arc<yolo26_data::Dataset>, index: usize },
+}
+
+impl Source {
+    /// The `image` of `predictions.json`: the path, or e.g. `synthetic-easy@0/val/000003.png`.
+    fn name(&self) -> String {
+        match self {
+            Source::File(p) => p.display().to_string(),
+            Source::Dataset { set, index } => set.entries[*index].source.display_path().display().to_string(),
+        }
+    }
+
+    /// The annotated copy's file name.
+    fn file_name(&self) -> Option<OsString> {
+        match self {
+            Source::File(p) => p.file_name().map(OsString::from),
+            Source::Dataset { set, index } => set.entries[*index].source.display_path().file_name().map(OsString::from),
+        }
+    }
+
+    /// The image (RGB) and the decoder's warnings.
+    fn read(&self) -> Result<(image::RgbImage, Vec<String>), String> {
+        match self {
+            Source::File(p) => yolo26_imageio::read_report(p).map(|d| (d.image, d.warnings)).map_err(|e| e.to_string()),
+            Source::Dataset { set, index } => {
+                set.load_image(*index).map(|im| (im, Vec::new())).map_err(|e| e.to_string())
+            }
+        }
+    }
+}
+
 /// What a run did.
 #[derive(Debug)]
 pub struct Summary {
@@ -70,7 +107,7 @@ pub struct Summary {
 /// Only a failure to write `predictions.json` (or to draw the progress bar's messages) ends the run with an error.
 pub fn predict_all<B: YoloBackend>(
     det: &Detector<B>,
-    sources: &[PathBuf],
+    sources: &[Source],
     out: &Path,
     stop: &dyn Fn() -> bool,
     bar: &ProgressBar,
@@ -79,36 +116,35 @@ pub fn predict_all<B: YoloBackend>(
     let mut entries = Vec::with_capacity(sources.len());
     let (mut skipped, mut interrupted) = (0, false);
     let mut last_flush = Instant::now();
-    for path in sources {
+    for source in sources {
         if stop() {
             interrupted = true;
             break;
         }
-        let name = path.display().to_string();
-        bar.set_message(path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default());
-        let entry = match yolo26_imageio::read_report(path) {
+        let name = source.name();
+        let file_name = source.file_name().with_context(|| format!("{name}: not a file path"))?;
+        bar.set_message(file_name.to_string_lossy().to_string());
+        let entry = match source.read() {
             Err(e) => {
                 bar.suspend(|| eprintln!("warning: skipped {name}: {e}"));
                 skipped += 1;
-                Entry::Skipped(SkippedImage { image: name, error: e.to_string() })
+                Entry::Skipped(SkippedImage { image: name, error: e })
             }
-            Ok(decoded) => {
-                let mut warnings = decoded.warnings;
+            Ok((image, mut warnings)) => {
                 for w in &warnings {
                     bar.suspend(|| eprintln!("warning: {name}: {w}"));
                 }
-                let dets = det.detect_batch(std::slice::from_ref(&decoded.image)).remove(0);
-                let mut annotated = decoded.image.clone();
+                let dets = det.detect_batch(std::slice::from_ref(&image)).remove(0);
+                let mut annotated = image.clone();
                 annotate(&mut annotated, &dets);
-                let file_name = path.file_name().with_context(|| format!("{name}: not a file path"))?;
                 if let Err(e) = save_image_atomic(&annotated, &out.join(file_name)) {
                     bar.suspend(|| eprintln!("warning: {name}: annotated copy not written: {e:#}"));
                     warnings.push(format!("annotated copy not written: {e:#}"));
                 }
                 Entry::Done(ImageResult {
                     image: name,
-                    width: decoded.image.width(),
-                    height: decoded.image.height(),
+                    width: image.width(),
+                    height: image.height(),
                     warnings,
                     detections: dets
                         .into_iter()
@@ -185,7 +221,7 @@ mod tests {
         for (name, bytes) in &files {
             let p = src.path().join(name);
             std::fs::write(&p, bytes).unwrap();
-            sources.push(p);
+            sources.push(Source::File(p));
         }
         let summary = predict_all(&detector(), &sources, out.path(), &|| false, &ProgressBar::hidden()).unwrap();
         assert!(!summary.interrupted);
@@ -211,16 +247,39 @@ mod tests {
         assert_eq!(written, ["a.png", "c.jpg", "f.png", "predictions.json"]);
     }
 
+    /// A dataset split as the source (`--source synthetic-easy:N`): its images are rendered, named as
+    /// `write_ultralytics` names their files, and annotated under those file names.
+    #[test]
+    fn predict_on_a_synthetic_split() {
+        let out = tempfile::tempdir().unwrap();
+        let src = yolo26_data::DataSource::parse("synthetic-easy:10@4", None).unwrap();
+        let set = Arc::new(src.open(yolo26_data::Split::Val).unwrap());
+        let sources: Vec<Source> = (0..set.len()).map(|index| Source::Dataset { set: set.clone(), index }).collect();
+        let summary = predict_all(&detector(), &sources, out.path(), &|| false, &ProgressBar::hidden()).unwrap();
+        assert_eq!((summary.entries.len(), summary.skipped), (2, 0));
+        let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&summary.json).unwrap()).unwrap();
+        for (i, entry) in json.as_array().unwrap().iter().enumerate() {
+            assert_eq!(entry["image"], format!("synthetic-easy@4/val/{i:06}.png"));
+            let img = set.load_image(i).unwrap();
+            assert_eq!(
+                (entry["width"].as_u64(), entry["height"].as_u64()),
+                (Some(img.width() as u64), Some(img.height() as u64))
+            );
+            let annotated = image::open(out.path().join(format!("{i:06}.png"))).unwrap().to_rgb8();
+            assert_eq!(annotated.dimensions(), img.dimensions());
+        }
+    }
+
     /// A stop request between images ends the run with the images done so far in `predictions.json`.
     #[test]
     fn predict_stop_request_keeps_what_is_done() {
         let src = tempfile::tempdir().unwrap();
         let out = tempfile::tempdir().unwrap();
-        let sources: Vec<PathBuf> = (0..4)
+        let sources: Vec<Source> = (0..4)
             .map(|i| {
                 let p = src.path().join(format!("{i}.png"));
                 std::fs::write(&p, png(32, 32, i)).unwrap();
-                p
+                Source::File(p)
             })
             .collect();
         let asked = Cell::new(0);

@@ -225,10 +225,11 @@ mod tests {
     use rand::SeedableRng;
 
     use super::*;
+    use crate::Recipe;
 
     fn source(n: usize) -> Arc<DatasetSource> {
         Arc::new(DatasetSource {
-            dataset: Arc::new(Dataset::synthetic(0, 0, n)),
+            dataset: Arc::new(Dataset::synthetic(Recipe::Full, 0, 0, n)),
             imgsz: 64,
             buffer: ImageBuffer::new(0),
         })

@@ -9,7 +9,7 @@ use yolo26_augment::{AugmentConfig, SampleSource, TrainTransform};
 
 use super::source::{DatasetSource, ImageBuffer};
 use super::{sample_rng, TrainLoader, TrainLoaderConfig};
-use crate::Dataset;
+use crate::{Dataset, Recipe};
 
 #[repr(C)]
 struct Timespec {
@@ -48,7 +48,7 @@ fn time<T>(n: usize, mut f: impl FnMut(usize) -> T) -> f64 {
 #[ignore = "timing, run with --ignored --nocapture"]
 fn train_sample_breakdown() {
     let n = 400;
-    let ds = Arc::new(Dataset::synthetic(0, 0, n));
+    let ds = Arc::new(Dataset::synthetic(Recipe::Full, 0, 0, n));
     let imgsz = 640;
     let render = time(30, |i| ds.load_image(i).unwrap());
     let fresh = DatasetSource { dataset: ds.clone(), imgsz, buffer: ImageBuffer::new(0) };
@@ -88,7 +88,7 @@ fn loader_rate(loader: &TrainLoader, epoch: usize, batches: usize) -> (usize, f6
 #[ignore = "timing, run with --ignored --nocapture"]
 fn train_loader_per_core() {
     let n = 2000;
-    let ds = Arc::new(Dataset::synthetic(0, 0, n));
+    let ds = Arc::new(Dataset::synthetic(Recipe::Full, 0, 0, n));
     let cfg = TrainLoaderConfig { batch_size: 16, imgsz: 640, workers: 1, ..Default::default() };
     let loader = TrainLoader::new(ds.clone(), cfg.clone()).unwrap();
     let (images, c, w) = loader_rate(&loader, 0, 12);

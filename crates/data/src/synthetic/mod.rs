@@ -2,9 +2,11 @@
 //! in the ultralytics layout by [`write_ultralytics`] so that ultralytics can train/validate on identical pixels).
 //!
 //! * `synthetic` = `synthetic:1000@0`; `synthetic:N` = N training images, seed 0; `synthetic:N@S` seed S.
+//! * `synthetic-easy[:N][@SEED]`: the same with [`Recipe::Easy`] (3 classes, large objects, plain backgrounds):
+//!   what a model learns from scratch in minutes on a CPU.
 //! * Training split: images `0..N` of split 0. Validation split: `max(1, N / 5)` images of split 1 — the same
 //!   dataset seed with a different derived image seed ([`image_rng`]), so no validation image equals a training one.
-//! * Classes: [`CLASS_NAMES`] (8). Image `i` is a pure function of `(seed, split, i)`, see [`render`] for the
+//! * Classes: [`Recipe::names`] (8 [`CLASS_NAMES`], or their first 3 for the easy recipe). Image `i` is a pure function of `(seed, split, i)`, see [`render`] for the
 //!   recipe and the occlusion rule.
 
 mod raster;
@@ -15,7 +17,10 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 
 pub use raster::{Shape, Span};
-pub use render::{image_rng, render, render_with_mask, Rendered, CLASS_NAMES, KEEP_FRACTION, MIN_VISIBLE};
+pub use render::{
+    image_rng, render, render_recipe, render_with_mask, Recipe, Rendered, CLASS_NAMES, EASY_CLASSES, KEEP_FRACTION,
+    MIN_VISIBLE,
+};
 
 use crate::labels::Labels;
 use crate::scan::write_atomic;
@@ -26,9 +31,11 @@ pub const TRAIN_SPLIT: u32 = 0;
 /// Split index of the validation split in [`image_rng`].
 pub const VAL_SPLIT: u32 = 1;
 
-/// A parsed `synthetic[:N][@SEED]` spec.
+/// A parsed `synthetic[-easy][:N][@SEED]` spec.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SyntheticSpec {
+    /// Which dataset (`synthetic` or `synthetic-easy`).
+    pub recipe: Recipe,
     /// Training images.
     pub n: usize,
     /// Dataset seed (`@SEED`, default 0).
@@ -39,15 +46,23 @@ impl SyntheticSpec {
     /// Training images of a bare `synthetic`.
     pub const DEFAULT_N: usize = 1000;
 
-    /// Parse `synthetic`, `synthetic:N`, `synthetic@S`, `synthetic:N@S`. `Ok(None)` when `s` is not a synthetic spec
-    /// (does not start with `synthetic` followed by nothing, `:` or `@`); an error for a malformed one.
+    /// Parse `synthetic`, `synthetic:N`, `synthetic@S`, `synthetic:N@S` and the same with `synthetic-easy`.
+    /// `Ok(None)` when `s` is not a synthetic spec (does not start with `synthetic` or `synthetic-easy` followed by
+    /// nothing, `:` or `@`); an error for a malformed one.
     pub fn parse(s: &str) -> Result<Option<Self>, DataError> {
-        let Some(rest) = s.strip_prefix("synthetic") else { return Ok(None) };
+        let (recipe, rest) = match (s.strip_prefix("synthetic-easy"), s.strip_prefix("synthetic")) {
+            (Some(rest), _) => (Recipe::Easy, rest),
+            (None, Some(rest)) => (Recipe::Full, rest),
+            (None, None) => return Ok(None),
+        };
         if !(rest.is_empty() || rest.starts_with(':') || rest.starts_with('@')) {
             return Ok(None);
         }
-        let bad =
-            |what: &str| DataError::Spec(format!("'{s}': {what}; expected synthetic[:N][@SEED], e.g. synthetic:500@7"));
+        let bad = |what: &str| {
+            DataError::Spec(format!(
+                "'{s}': {what}; expected synthetic[-easy][:N][@SEED], e.g. synthetic:500@7 or synthetic-easy:400"
+            ))
+        };
         let (n_part, seed_part) = match rest.split_once('@') {
             Some((a, b)) => (a, Some(b)),
             None => (rest, None),
@@ -64,7 +79,7 @@ impl SyntheticSpec {
             Some(p) => p.parse::<u64>().map_err(|_| bad("SEED is not an unsigned integer"))?,
             None => 0,
         };
-        Ok(Some(Self { n, seed }))
+        Ok(Some(Self { recipe, n, seed }))
     }
 
     /// Validation images: `max(1, n / 5)`.
@@ -118,9 +133,16 @@ fn mkdir(p: &Path) -> Result<(), DataError> {
 /// `val: images/val`, `names` as a dict), and `val_coco.json` (COCO instances of the val split: image id = the
 /// file's index `0..`, i.e. `int(stem)` as ultralytics' and our `--save-json` name images, `file_name` `NNNNNN.png`, category ids `1..=nc`, `bbox` = `[x1, y1, w, h]` pixels of the tight box,
 /// `area = w * h`, `iscrowd = 0`). Train images are split 0 indices `0..train_n`, val images split 1 indices
-/// `0..val_n`, so `write_ultralytics(dir, n, max(1, n / 5), s)` holds exactly the images of `synthetic:n@s`.
+/// `0..val_n`, so `write_ultralytics(dir, Recipe::Full, n, max(1, n / 5), s)` holds exactly the images of
+/// `synthetic:n@s` (`Recipe::Easy`: of `synthetic-easy:n@s`, with its 3 class names).
 /// Every file is written atomically; rendering and encoding run in parallel (rayon).
-pub fn write_ultralytics(out_dir: &Path, train_n: usize, val_n: usize, seed: u64) -> Result<PathBuf, DataError> {
+pub fn write_ultralytics(
+    out_dir: &Path,
+    recipe: Recipe,
+    train_n: usize,
+    val_n: usize,
+    seed: u64,
+) -> Result<PathBuf, DataError> {
     mkdir(out_dir)?;
     let root = std::fs::canonicalize(out_dir).map_err(|e| DataError::io(out_dir, e))?;
     let mut coco_images = Vec::new();
@@ -132,7 +154,7 @@ pub fn write_ultralytics(out_dir: &Path, train_n: usize, val_n: usize, seed: u64
         let metas = (0..n)
             .into_par_iter()
             .map(|i| -> Result<WrittenImage, DataError> {
-                let r = render(seed, split, i as u64);
+                let r = render_recipe(recipe, seed, split, i as u64);
                 let ip = idir.join(format!("{i:06}.png"));
                 write_atomic(&ip, &png_bytes(&r.img, &ip)?).map_err(|e| DataError::io(&ip, e))?;
                 let lp = ldir.join(format!("{i:06}.txt"));
@@ -155,18 +177,19 @@ pub fn write_ultralytics(out_dir: &Path, train_n: usize, val_n: usize, seed: u64
         }
     }
     let cats: Vec<_> =
-        CLASS_NAMES.iter().enumerate().map(|(i, n)| serde_json::json!({"id": i + 1, "name": n})).collect();
+        recipe.names().iter().enumerate().map(|(i, n)| serde_json::json!({"id": i + 1, "name": n})).collect();
     let coco = serde_json::json!({"images": coco_images, "annotations": coco_anns, "categories": cats});
     let cp = root.join("val_coco.json");
     let bytes = serde_json::to_vec(&coco).map_err(|e| DataError::Json { path: cp.clone(), msg: e.to_string() })?;
     write_atomic(&cp, &bytes).map_err(|e| DataError::io(&cp, e))?;
     let root_str = root.to_str().ok_or_else(|| DataError::Spec(format!("{}: path is not UTF-8", root.display())))?;
     let mut yaml = format!(
-        "# synthetic dataset, seed {seed}, {train_n} train / {val_n} val images (yolo26-data write_ultralytics)\n\
+        "# {} dataset, seed {seed}, {train_n} train / {val_n} val images (yolo26-data write_ultralytics)\n\
          path: {}\ntrain: images/train\nval: images/val\nnames:\n",
+        recipe.name(),
         serde_json::to_string(root_str).map_err(|e| DataError::Spec(e.to_string()))?
     );
-    for (i, n) in CLASS_NAMES.iter().enumerate() {
+    for (i, n) in recipe.names().iter().enumerate() {
         yaml += &format!("  {i}: {n}\n");
     }
     let yp = root.join("data.yaml");

@@ -1,6 +1,7 @@
 //! Procedural rendering of one synthetic image with exact, tight boxes.
 //!
-//! Recipe (all draws from one `ChaCha8Rng` per image, see [`image_rng`]):
+//! Recipe of [`Recipe::Full`] (all draws from one `ChaCha8Rng` per image, see [`image_rng`]; [`Recipe::Easy`] draws
+//! in the same order with the numbers of its table):
 //! 1. size: width and height independently uniform in `256..=640`;
 //! 2. background: a linear two-colour gradient, stripes of two colours (period 6–48 px, any angle) or smooth
 //!    colour blotches (bilinear grid of random colours);
@@ -29,6 +30,87 @@ use super::raster::{clip, rect_points, spans, star_points, Shape, Span};
 
 /// Class names of the synthetic dataset, in class-index order.
 pub const CLASS_NAMES: [&str; 8] = ["circle", "square", "triangle", "star", "cross", "ring", "hexagon", "ellipse"];
+/// Classes of the [`Recipe::Easy`] dataset: the first three of [`CLASS_NAMES`].
+pub const EASY_CLASSES: usize = 3;
+
+/// Which synthetic dataset: the full one (`synthetic`) or the easy one (`synthetic-easy`) that a model learns from
+/// scratch within minutes on a CPU (the README's first command trains on it).
+///
+/// | | `Full` | `Easy` |
+/// |---|---|---|
+/// | image size (w, h independently) | 256..=640 | 160..=320 |
+/// | background | gradient, stripes or blotches | gradient |
+/// | distractors | 0–5 | none |
+/// | objects (attempts) | 1–12, none in 5 % of images | 1–4 |
+/// | classes | 8 ([`CLASS_NAMES`]) | 3 ([`EASY_CLASSES`]) |
+/// | diameter, log-uniform | 8 px .. 0.8·min(w, h) | 0.2·min(w, h) .. 0.5·min(w, h) |
+/// | noise amplitude | 0..=20 | 0..=8 |
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Recipe {
+    /// `synthetic[:N][@SEED]`.
+    #[default]
+    Full,
+    /// `synthetic-easy[:N][@SEED]`.
+    Easy,
+}
+
+impl Recipe {
+    /// The `--data` name: `synthetic` or `synthetic-easy`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Recipe::Full => "synthetic",
+            Recipe::Easy => "synthetic-easy",
+        }
+    }
+
+    /// Class names, in class-index order.
+    pub fn names(self) -> &'static [&'static str] {
+        match self {
+            Recipe::Full => &CLASS_NAMES,
+            Recipe::Easy => &CLASS_NAMES[..EASY_CLASSES],
+        }
+    }
+
+    fn params(self) -> Params {
+        match self {
+            Recipe::Full => Params {
+                size: (256, 640),
+                backgrounds: 3,
+                distractors: 5,
+                objects: 12,
+                empty_p: 0.05,
+                diam_frac: (0.0, 0.8),
+                noise: 20,
+                key: 0,
+            },
+            Recipe::Easy => Params {
+                size: (160, 320),
+                backgrounds: 1,
+                distractors: 0,
+                objects: 4,
+                empty_p: 0.0,
+                diam_frac: (0.2, 0.5),
+                noise: 8,
+                key: 0x00EA_0000_0000_0000,
+            },
+        }
+    }
+}
+
+/// The numbers of a [`Recipe`] (see its table).
+struct Params {
+    size: (u32, u32),
+    backgrounds: u32,
+    distractors: u32,
+    objects: u32,
+    empty_p: f64,
+    /// Diameter range as fractions of min(w, h); the lower end is at least 8 px.
+    diam_frac: (f32, f32),
+    noise: i32,
+    /// XORed into the dataset seed (bits 48..56, below the split's) so the recipes draw different images.
+    key: u64,
+}
+
 /// An object must keep at least this fraction of its pixels when later objects are drawn over it.
 pub const KEEP_FRACTION: f32 = 0.5;
 /// Minimum number of visible pixels of any object.
@@ -85,13 +167,13 @@ fn paint(buf: &mut [u8], w: u32, h: u32, sp: &[Span], c: [u8; 3]) {
     }
 }
 
-fn background(rng: &mut ChaCha8Rng, w: u32, h: u32) -> Vec<u8> {
+fn background(rng: &mut ChaCha8Rng, w: u32, h: u32, kinds: u32) -> Vec<u8> {
     let (wu, hu) = (w as usize, h as usize);
     let mut buf = vec![0u8; wu * hu * 3];
     let (c0, c1) = (rand_color(rng), rand_color(rng));
     let angle: f32 = rng.random_range(0.0..std::f32::consts::TAU);
     let (s, co) = angle.sin_cos();
-    match rng.random_range(0..3u32) {
+    match rng.random_range(0..kinds) {
         0 => {
             let corners = [0.0f32, w as f32 * co, h as f32 * s, w as f32 * co + h as f32 * s];
             let lo = corners.iter().copied().fold(f32::INFINITY, f32::min);
@@ -182,23 +264,29 @@ fn object_shape(rng: &mut ChaCha8Rng, cls: u32, c: [f32; 2], r: f32, angle: f32)
     }
 }
 
-/// Render image `index` of split `split` (0 train, 1 val) of the synthetic dataset with seed `seed`.
+/// Render image `index` of split `split` (0 train, 1 val) of the full synthetic dataset with seed `seed`.
 pub fn render(seed: u64, split: u32, index: u64) -> Rendered {
-    render_impl(seed, split, index, false)
+    render_impl(Recipe::Full, seed, split, index, false)
 }
 
-/// [`render`] that also returns the per-pixel owner mask (for tests and debugging).
-pub fn render_with_mask(seed: u64, split: u32, index: u64) -> Rendered {
-    render_impl(seed, split, index, true)
+/// [`render`] of either recipe.
+pub fn render_recipe(recipe: Recipe, seed: u64, split: u32, index: u64) -> Rendered {
+    render_impl(recipe, seed, split, index, false)
 }
 
-fn render_impl(seed: u64, split: u32, index: u64, keep_owner: bool) -> Rendered {
-    let mut rng = image_rng(seed, split, index);
-    let w: u32 = rng.random_range(256..=640);
-    let h: u32 = rng.random_range(256..=640);
+/// [`render_recipe`] that also returns the per-pixel owner mask (for tests and debugging).
+pub fn render_with_mask(recipe: Recipe, seed: u64, split: u32, index: u64) -> Rendered {
+    render_impl(recipe, seed, split, index, true)
+}
+
+fn render_impl(recipe: Recipe, seed: u64, split: u32, index: u64, keep_owner: bool) -> Rendered {
+    let p = recipe.params();
+    let mut rng = image_rng(seed ^ p.key, split, index);
+    let w: u32 = rng.random_range(p.size.0..=p.size.1);
+    let h: u32 = rng.random_range(p.size.0..=p.size.1);
     let (wu, hu) = (w as usize, h as usize);
-    let mut buf = background(&mut rng, w, h);
-    for _ in 0..rng.random_range(0..=5u32) {
+    let mut buf = background(&mut rng, w, h, p.backgrounds);
+    for _ in 0..rng.random_range(0..=p.distractors) {
         let s = distractor(&mut rng, w, h);
         let c = rand_color(&mut rng);
         paint(&mut buf, w, h, &spans(&s), c);
@@ -207,11 +295,12 @@ fn render_impl(seed: u64, split: u32, index: u64, keep_owner: bool) -> Rendered 
     let mut cls: Vec<u32> = Vec::new();
     let mut area: Vec<usize> = Vec::new(); // pixels when drawn
     let mut visible: Vec<usize> = Vec::new();
-    let n_obj = if rng.random_bool(0.05) { 0 } else { rng.random_range(1..=12u32) };
-    let (lmin, lmax) = (8f32.ln(), (0.8 * w.min(h) as f32).ln());
+    let n_obj = if rng.random_bool(p.empty_p) { 0 } else { rng.random_range(1..=p.objects) };
+    let m = w.min(h) as f32;
+    let (lmin, lmax) = ((p.diam_frac.0 * m).max(8.0).ln(), (p.diam_frac.1 * m).ln());
     let mut covered = Vec::new();
     for _ in 0..n_obj {
-        let c = rng.random_range(0..CLASS_NAMES.len() as u32);
+        let c = rng.random_range(0..recipe.names().len() as u32);
         for _try in 0..6 {
             let r = rng.random_range(lmin..lmax).exp() / 2.0;
             let centre = [rng.random_range(0.0..w as f32), rng.random_range(0.0..h as f32)];
@@ -267,7 +356,7 @@ fn render_impl(seed: u64, split: u32, index: u64, keep_owner: bool) -> Rendered 
             break;
         }
     }
-    let amp: i32 = rng.random_range(0..=20);
+    let amp: i32 = rng.random_range(0..=p.noise);
     if amp > 0 {
         let m = (2 * amp + 1) as u32;
         // offset[x] = x % m - amp for the 10-bit fields of the draw (a table instead of 3 divisions per pixel)

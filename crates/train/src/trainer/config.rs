@@ -7,7 +7,7 @@ use yolo26_model::Scale;
 /// Everything a training run is made of. Field names are ultralytics' argument names.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TrainArgs {
-    /// `data.yaml`, a COCO instances JSON (with `images`), or `synthetic[:N][@SEED]`.
+    /// `data.yaml`, a COCO instances JSON (with `images`), or `synthetic[-easy][:N][@SEED]`.
     pub data: String,
     /// Image folder of a COCO JSON dataset.
     pub images: Option<PathBuf>,
@@ -50,6 +50,10 @@ pub struct TrainArgs {
     pub plots: bool,
     /// The run directory.
     pub project: PathBuf,
+    /// Train into `project` even when it exists (ultralytics `exist_ok`; its files are overwritten), instead of
+    /// the first free `project2`, `project3`, …
+    #[serde(default)]
+    pub exist_ok: bool,
     pub device: String,
     /// Print where each epoch's step time goes (device-synchronised phases, slower; `yolo26 train --profile`).
     /// A property of this process, not of the run: not written to `args.yaml`.
@@ -88,6 +92,7 @@ impl Default for TrainArgs {
             patience: 100,
             plots: true,
             project: PathBuf::from("runs/train"),
+            exist_ok: false,
             device: "cpu".into(),
             profile: false,
         }

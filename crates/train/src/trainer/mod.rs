@@ -137,10 +137,7 @@ where
     }
     let names = train_set.names.clone();
     let nc = names.len();
-    let dir = match resume {
-        Some(d) => d.to_path_buf(),
-        None => increment_dir(&args.project),
-    };
+    let dir = run_dir(&args, resume);
     let wdir = dir.join("weights");
     std::fs::create_dir_all(&wdir).map_err(|e| format!("{}: {e}", wdir.display()))?;
     let args_yaml = serde_yaml::to_string(&args).map_err(|e| e.to_string())?;
@@ -280,6 +277,15 @@ fn read_state_only(path: &Path) -> Result<TrainState, String> {
     checkpoint::state_of(&bytes, path)
 }
 
+/// The run directory: the resumed one, else `project` itself with `exist_ok`, else [`increment_dir`].
+pub fn run_dir(args: &TrainArgs, resume: Option<&Path>) -> PathBuf {
+    match resume {
+        Some(d) => d.to_path_buf(),
+        None if args.exist_ok => args.project.clone(),
+        None => increment_dir(&args.project),
+    }
+}
+
 /// `DIR`, or `DIR2`, `DIR3`, … the first that does not exist (ultralytics `increment_path`).
 pub fn increment_dir(p: &Path) -> PathBuf {
     if !p.exists() {
@@ -287,4 +293,24 @@ pub fn increment_dir(p: &Path) -> PathBuf {
     }
     let base = p.as_os_str().to_string_lossy().into_owned();
     (2..).map(|n| PathBuf::from(format!("{base}{n}"))).find(|c| !c.exists()).unwrap_or_else(|| p.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_dir_numbers_unless_exist_ok_or_resume() {
+        let root = std::env::temp_dir().join(format!("yolo26-run-dir-{}", std::process::id()));
+        let project = root.join("train");
+        std::fs::create_dir_all(project.join("weights")).unwrap();
+        std::fs::create_dir_all(root.join("train2")).unwrap();
+        let args = TrainArgs { project: project.clone(), ..TrainArgs::default() };
+        assert_eq!(run_dir(&args, None), root.join("train3"));
+        assert_eq!(run_dir(&TrainArgs { exist_ok: true, ..args.clone() }, None), project);
+        assert_eq!(run_dir(&args, Some(&root.join("train2"))), root.join("train2"));
+        let fresh = TrainArgs { project: root.join("fresh"), ..args };
+        assert_eq!(run_dir(&fresh, None), root.join("fresh"));
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 }
