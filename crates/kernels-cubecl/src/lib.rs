@@ -27,6 +27,7 @@ pub mod conv;
 pub(crate) mod cube_util;
 pub mod decode;
 pub mod fusion_util;
+pub mod nhwc;
 pub mod psa;
 #[cfg(feature = "wgpu")]
 #[doc(hidden)]

@@ -8,6 +8,7 @@
 //! gives ultralytics' layouts (`[B, 4, A]`, `[B, nc, A]`).
 
 use burn::prelude::*;
+use kernels_cubecl::nhwc::cat_channels;
 
 use crate::config::Yolo26Config;
 use crate::nn::attention::{C2Psa, C2PsaConfig};
@@ -59,11 +60,9 @@ pub struct Yolo26<B: Backend> {
 }
 
 /// Rows 11 and 14, `nn.Upsample(None, 2, "nearest")` on NHWC: `[B, H, W, C]` → `[B, 2H, 2W, C]` (each pixel
-/// repeated 2×2: one broadcast copy).
-pub fn upsample2x_nhwc<B: Backend>(x: Tensor<B, 4>) -> Tensor<B, 4> {
-    let [b, h, w, c] = x.dims();
-    let x: Tensor<B, 6> = x.reshape([b, h, 1, w, 1, c]);
-    x.expand([b, h, 2, w, 2, c]).reshape([b, 2 * h, 2 * w, c])
+/// repeated 2×2; [`kernels_cubecl::nhwc::upsample2x`]).
+pub fn upsample2x_nhwc<B: crate::YoloBackend>(x: Tensor<B, 4>) -> Tensor<B, 4> {
+    kernels_cubecl::nhwc::upsample2x(x)
 }
 
 /// Every intermediate output the ultralytics reference saves (index = yaml row).
@@ -165,16 +164,16 @@ impl<B: crate::YoloBackend> Yolo26<B> {
     /// (rows 16, 19, 22) at the same strides.
     fn neck(&self, [p3, p4, p5]: [Tensor<B, 4>; 3], t: &mut Tap<B>) -> [Tensor<B, 4>; 3] {
         let x = t.row(11, upsample2x_nhwc(p5.clone())); // nn.Upsample [None, 2, "nearest"]
-        let x = t.row(12, Tensor::cat(vec![x, p4], 3)); // Concat [-1, 6], cat backbone P4
+        let x = t.row(12, cat_channels(vec![x, p4])); // Concat [-1, 6], cat backbone P4
         let h13 = t.row(13, self.layer13.forward(x)); // C3k2 [512, True]
         let x = t.row(14, upsample2x_nhwc(h13.clone())); // nn.Upsample [None, 2, "nearest"]
-        let x = t.row(15, Tensor::cat(vec![x, p3], 3)); // Concat [-1, 4], cat backbone P3
+        let x = t.row(15, cat_channels(vec![x, p3])); // Concat [-1, 4], cat backbone P3
         let out_p3 = t.row(16, self.layer16.forward(x)); // C3k2 [256, True], P3/8-small
         let x = t.row(17, self.layer17.forward(out_p3.clone())); // Conv [256, 3, 2]
-        let x = t.row(18, Tensor::cat(vec![x, h13], 3)); // Concat [-1, 13], cat head P4
+        let x = t.row(18, cat_channels(vec![x, h13])); // Concat [-1, 13], cat head P4
         let out_p4 = t.row(19, self.layer19.forward(x)); // C3k2 [512, True], P4/16-medium
         let x = t.row(20, self.layer20.forward(out_p4.clone())); // Conv [512, 3, 2]
-        let x = t.row(21, Tensor::cat(vec![x, p5], 3)); // Concat [-1, 10], cat head P5
+        let x = t.row(21, cat_channels(vec![x, p5])); // Concat [-1, 10], cat head P5
         let out_p5 = t.row(22, self.layer22.forward(x)); // C3k2 [1024, True, 0.5, True], P5/32-large
         [out_p3, out_p4, out_p5]
     }

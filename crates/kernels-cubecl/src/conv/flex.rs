@@ -157,15 +157,28 @@ fn depthwise_row(g: &Conv2dGeometry, xs: &[f32], ws: &[f32], row: usize, y: &mut
     }
 }
 
-/// Bias and activation on `[rows, co]` output rows (an AVX2 copy of the same arithmetic where the CPU has it: the
-/// loops are plain lane-wise `f32` operations, so both copies give the same bits).
+/// Bias and activation on `[rows, co]` output rows (an AVX-512 or AVX2 copy of the same arithmetic where the CPU has
+/// it: the loops are plain lane-wise `f32` operations without fused multiply-adds, so every copy gives the same bits).
 fn epilogue(y: &mut [f32], co: usize, bias: Option<&[f32]>, act: Activation) {
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU supports AVX2 (checked just above).
-        unsafe { epilogue_avx2(y, co, bias, act) };
-        return;
+    {
+        if std::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU supports AVX-512F (checked just above).
+            unsafe { epilogue_avx512(y, co, bias, act) };
+            return;
+        }
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2 (checked just above).
+            unsafe { epilogue_avx2(y, co, bias, act) };
+            return;
+        }
     }
+    epilogue_generic(y, co, bias, act)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn epilogue_avx512(y: &mut [f32], co: usize, bias: Option<&[f32]>, act: Activation) {
     epilogue_generic(y, co, bias, act)
 }
 
@@ -175,16 +188,29 @@ unsafe fn epilogue_avx2(y: &mut [f32], co: usize, bias: Option<&[f32]>, act: Act
     epilogue_generic(y, co, bias, act)
 }
 
+/// The epilogue's arithmetic: the bias row added to every row, then SiLU over the whole buffer in blocks of 16
+/// (fixed-size arrays, so the loop body vectorises whatever the row length).
 #[inline(always)]
 fn epilogue_generic(y: &mut [f32], co: usize, bias: Option<&[f32]>, act: Activation) {
-    for row in y.chunks_mut(co) {
-        if let Some(b) = bias {
+    if let Some(b) = bias {
+        for row in y.chunks_exact_mut(co) {
             row.iter_mut().zip(b).for_each(|(v, b)| *v += b);
         }
-        if act == Activation::Silu {
-            row.iter_mut().for_each(|v| *v /= 1.0 + exp(-*v));
-        }
     }
+    if act == Activation::Silu {
+        let mut blocks = y.chunks_exact_mut(16);
+        for block in &mut blocks {
+            let block: &mut [f32; 16] = block.try_into().expect("blocks of 16");
+            block.iter_mut().for_each(|v| *v = silu(*v));
+        }
+        blocks.into_remainder().iter_mut().for_each(|v| *v = silu(*v));
+    }
+}
+
+/// `v / (1 + e⁻ᵛ)` (NaN stays NaN).
+#[inline(always)]
+fn silu(v: f32) -> f32 {
+    v / (1.0 + exp(-v))
 }
 
 /// `eˣ` in `f32` without branches or calls, so loops over it vectorise: `x = n·ln 2 + r` (Cody–Waite, two constants),

@@ -185,6 +185,6 @@ impl<B: YoloBackend> C2Psa<B> {
         for blk in &self.m {
             b = blk.forward(b);
         }
-        self.cv2.forward(Tensor::cat(vec![a, b], 3))
+        self.cv2.forward(kernels_cubecl::nhwc::cat_channels(vec![a, b]))
     }
 }

@@ -3,9 +3,8 @@
 //! ultralytics: `nn/modules/block.py::{Bottleneck, C2f, C3, C3k, C3k2, SPPF}`. All tensors NHWC (`[B, H, W, C]`):
 //! splits and concatenations are along axis 3.
 
-use burn::nn::pool::{MaxPool2d, MaxPool2dConfig};
-use burn::nn::PaddingConfig2d;
 use burn::prelude::*;
+use kernels_cubecl::nhwc::{cat_channels, max_pool2d, PoolSpec};
 
 use super::attention::{PsaBlock, PsaBlockConfig};
 use super::conv::{Conv, ConvConfig};
@@ -104,7 +103,7 @@ impl<B: crate::YoloBackend> C3k<B> {
         for b in &self.m {
             a = b.forward(a);
         }
-        self.cv3.forward(Tensor::cat(vec![a, self.cv2.forward(x)], 3))
+        self.cv3.forward(cat_channels(vec![a, self.cv2.forward(x)]))
     }
 }
 
@@ -217,7 +216,7 @@ impl<B: crate::YoloBackend> C3k2<B> {
             let last = ys.last().expect("chunk gives two tensors").clone();
             ys.push(block.forward(last));
         }
-        self.cv2.forward(Tensor::cat(ys, 3))
+        self.cv2.forward(cat_channels(ys))
     }
 }
 
@@ -230,8 +229,8 @@ pub struct Sppf<B: Backend> {
     pub cv1: Conv<B>,
     /// 1×1 `Conv((n + 1)·c1/2, c2)`.
     pub cv2: Conv<B>,
-    /// `MaxPool2d(k, stride=1, padding=k // 2)`.
-    pub m: MaxPool2d,
+    /// Kernel of the pools `MaxPool2d(k, stride=1, padding=k // 2)` (ultralytics `SPPF.m`, no parameters).
+    pub k: usize,
     /// Number of chained pools.
     pub n: usize,
     /// Residual connection (`shortcut and c1 == c2`).
@@ -264,10 +263,7 @@ impl SppfConfig {
         Sppf {
             cv1: ConvConfig::new(c1, c_).with_act(false).init(device),
             cv2: ConvConfig::new(c_ * (n + 1), self.c2).init(device),
-            m: MaxPool2dConfig::new([k, k])
-                .with_strides([1, 1])
-                .with_padding(PaddingConfig2d::Explicit(k / 2, k / 2, k / 2, k / 2))
-                .init(),
+            k,
             n,
             add: self.shortcut && c1 == self.c2,
         }
@@ -275,14 +271,16 @@ impl SppfConfig {
 }
 
 impl<B: crate::YoloBackend> Sppf<B> {
-    /// `[B, H, W, c1] → [B, H, W, c2]`. The pools run on NCHW views (Burn's pooling is NCHW).
+    /// `[B, H, W, c1] → [B, H, W, c2]`.
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
+        let (k, p) = (self.k, self.k / 2);
+        let spec = PoolSpec { kernel: [k, k], stride: [1, 1], padding: [p, p] };
         let mut ys = vec![self.cv1.forward(x.clone())];
         for _ in 0..self.n {
             let last = ys.last().expect("non-empty").clone();
-            ys.push(self.m.forward(last.permute([0, 3, 1, 2])).permute([0, 2, 3, 1]));
+            ys.push(max_pool2d(last, spec));
         }
-        let y = self.cv2.forward(Tensor::cat(ys, 3));
+        let y = self.cv2.forward(cat_channels(ys));
         if self.add {
             y + x
         } else {
