@@ -58,6 +58,7 @@ enum Cmd {
 
 fn main() {
     restore_sigpipe();
+    keep_freed_memory();
     let cli = Cli::parse();
     let result = match cli.cmd {
         Cmd::Predict(a) => predict::run(a),
@@ -126,6 +127,22 @@ fn same_file(a: &Path, b: &Path) -> bool {
     match (a.canonicalize(), b.canonicalize()) {
         (Ok(x), Ok(y)) => x == y,
         _ => false,
+    }
+}
+
+/// glibc's `malloc` gives freed blocks of 128 KiB and more back to the kernel (`munmap`, or trimming the heap top),
+/// so the activations of every forward pass on the CPU are fresh pages that fault in and are zeroed by the kernel
+/// again. Up to 32 MiB blocks now come from the heap and the heap keeps up to 1 GiB of freed memory (with 256 MiB of
+/// padding per growth). Measured on a 2-core VM (2026-12-07, `bench --device cpu`, yolo26n 640 batch 1, the same
+/// settings given as `GLIBC_TUNABLES`): median 107–120 → 89–93 ms, minimum 90 → 74–75 ms; peak RSS unchanged.
+/// The mmap threshold alone (without the trim threshold) did not help.
+fn keep_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc tuning at start-up, before any thread exists; the values are in glibc's accepted ranges.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
+        libc::mallopt(libc::M_TOP_PAD, 256 << 20);
     }
 }
 

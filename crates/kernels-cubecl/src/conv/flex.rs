@@ -1,7 +1,7 @@
 //! [`Conv2dBackend`] for `Flex` (CPU): the forward on NHWC data without layout changes, f32 (other dtypes: the
 //! reference); the gradients are in `flex_grad.rs`.
 //!
-//! - `groups = 1`: tiles of `TILE` output pixels, each an im2col block `[TILE, KH·KW·Ci]` (skipped for 1×1 stride-1
+//! - `groups = 1`: tiles of `TILE` (up to 1024, [`forward_tile`]) output pixels, each an im2col block `[tile, KH·KW·Ci]` (skipped for 1×1 stride-1
 //!   convs, whose NHWC input already is that matrix) times `wᵀ` (`w` is `[Co, KH·KW·Ci]` row-major, so `wᵀ` is a
 //!   strided view) with the `gemm` crate, then bias and activation while the tile is in cache; tiles in parallel
 //!   (rayon).
@@ -40,6 +40,15 @@ impl Conv2dBackend for Flex {
     }
 }
 
+/// Output pixels per forward tile: [`TILE`], or more while the tile's im2col block stays within 256 KiB (`k` floats
+/// per pixel; 0 for a pointwise conv, which has none) and the `m` pixels still make at least 8 tiles per thread.
+/// Larger tiles repack the weight (inside `gemm`) fewer times.
+fn forward_tile(m: usize, k: usize) -> usize {
+    let by_cache = if k == 0 { 1024 } else { (65_536 / k).clamp(TILE, 1024) };
+    let by_threads = (m / (8 * rayon::current_num_threads().max(1))).max(TILE);
+    by_cache.min(by_threads).next_multiple_of(16)
+}
+
 /// `act(conv(x, w) + bias)` in f32 (see the module docs).
 fn forward(g: &Conv2dGeometry, x: FlexTensor, w: FlexTensor, bias: Option<FlexTensor>, act: Activation) -> FlexTensor {
     let (x, w) = (x.to_contiguous(), w.to_contiguous());
@@ -57,8 +66,9 @@ fn forward(g: &Conv2dGeometry, x: FlexTensor, w: FlexTensor, bias: Option<FlexTe
     } else {
         let k = g.kh * g.kw * g.c_in;
         let pointwise = g.kh == 1 && g.kw == 1 && g.stride == [1, 1] && g.padding == [0, 0];
-        out.par_chunks_mut(TILE * co).enumerate().for_each_init(Vec::new, |col, (t, y)| {
-            let m0 = t * TILE;
+        let tile = forward_tile(g.batch * g.oh * g.ow, if pointwise { 0 } else { k });
+        out.par_chunks_mut(tile * co).enumerate().for_each_init(Vec::new, |col, (t, y)| {
+            let m0 = t * tile;
             let rows = y.len() / co;
             let lhs = if pointwise {
                 &xs[m0 * k..(m0 + rows) * k]
@@ -97,20 +107,29 @@ fn forward(g: &Conv2dGeometry, x: FlexTensor, w: FlexTensor, bias: Option<FlexTe
     FlexTensor::from_data(TensorData::new(out, g.out_shape()))
 }
 
-/// Rows `m0 .. m0 + rows` of the im2col matrix (`[pixel, (kh, kw, ci)]`, zeros outside the image) into `col`.
+/// Rows `m0 .. m0 + rows` of the im2col matrix (`[pixel, (kh, kw, ci)]`, zeros outside the image) into `col`
+/// (each value written once: copies for taps inside the image, zeros for the others).
 pub(super) fn im2col(g: &Conv2dGeometry, xs: &[f32], m0: usize, rows: usize, col: &mut Vec<f32>) {
     let ci = g.c_in;
     let k = g.kh * g.kw * ci;
-    col.clear();
-    col.resize(rows * k, 0.0);
+    if col.len() < rows * k {
+        col.resize(rows * k, 0.0);
+    }
     for r in 0..rows {
         let m = m0 + r;
         let (b, oh, ow) = (m / (g.oh * g.ow), (m / g.ow) % g.oh, m % g.ow);
         let dst = &mut col[r * k..(r + 1) * k];
-        for_taps(g, oh, ow, |tap, ih, iw| {
-            let src = ((b * g.h + ih) * g.w + iw) * ci;
-            dst[tap * ci..(tap + 1) * ci].copy_from_slice(&xs[src..src + ci]);
-        });
+        for kh in 0..g.kh {
+            let ih = (oh * g.stride[0] + kh * g.dilation[0]).checked_sub(g.padding[0]).filter(|&i| i < g.h);
+            for kw in 0..g.kw {
+                let tap = &mut dst[(kh * g.kw + kw) * ci..][..ci];
+                let iw = (ow * g.stride[1] + kw * g.dilation[1]).checked_sub(g.padding[1]).filter(|&i| i < g.w);
+                match (ih, iw) {
+                    (Some(ih), Some(iw)) => tap.copy_from_slice(&xs[((b * g.h + ih) * g.w + iw) * ci..][..ci]),
+                    _ => tap.fill(0.0),
+                }
+            }
+        }
     }
 }
 
