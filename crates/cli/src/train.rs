@@ -75,6 +75,10 @@ pub struct TrainCliArgs {
     /// cpu, wgpu[:N] or cuda[:N] (those compiled in).
     #[arg(long, default_value = "cpu")]
     pub device: String,
+    /// f32 convolutions on TF32 tensor cores (GPU backends; PyTorch's cuDNN default, what ultralytics trains with in
+    /// fp32); exact f32 otherwise.
+    #[arg(long)]
+    pub tf32: bool,
     /// Run directory; an existing one gets a number appended (runs/train, runs/train2, ...).
     #[arg(long, default_value = "runs/train")]
     pub project: PathBuf,
@@ -123,6 +127,7 @@ impl TrainCliArgs {
             project: self.project.clone(),
             exist_ok: self.exist_ok,
             device: self.device.clone(),
+            tf32: self.tf32,
             profile: self.profile,
             ..TrainArgs::default()
         }

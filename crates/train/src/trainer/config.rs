@@ -55,6 +55,10 @@ pub struct TrainArgs {
     #[serde(default)]
     pub exist_ok: bool,
     pub device: String,
+    /// Convolutions on TF32 tensor cores (cubek) where the GPU backend has them, forward and input gradient: the
+    /// precision ultralytics trains at in fp32 (PyTorch's cuDNN default `allow_tf32 = True`). `false`: exact f32.
+    #[serde(default)]
+    pub tf32: bool,
     /// Print where each epoch's step time goes (device-synchronised phases, slower; `yolo26 train --profile`).
     /// A property of this process, not of the run: not written to `args.yaml`.
     #[serde(skip)]
@@ -94,6 +98,7 @@ impl Default for TrainArgs {
             project: PathBuf::from("runs/train"),
             exist_ok: false,
             device: "cpu".into(),
+            tf32: false,
             profile: false,
         }
     }

@@ -16,6 +16,7 @@ use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use yolo26_data::{DataSource, Dataset, Split, TrainLoader, TrainLoaderConfig};
 use yolo26_model::load::{collect_weights, load_weights};
+use yolo26_model::nn::conv::{set_conv_math, ConvMath};
 use yolo26_model::weights::{read_weights, WeightMap};
 use yolo26_model::{DecodeMode, Yolo26, Yolo26Config, YoloBackend};
 
@@ -127,6 +128,7 @@ where
         args.profile = profile;
     }
     let scale = args.validate()?;
+    set_conv_math(if args.tf32 { ConvMath::Fast } else { ConvMath::Exact });
     let source = DataSource::parse(&args.data, args.images.as_deref()).map_err(|e| e.to_string())?;
     let train_set = open_split(&source, Split::Train)?;
     let val_set = open_split(&source, Split::Val)?;
@@ -312,5 +314,21 @@ mod tests {
         let fresh = TrainArgs { project: root.join("fresh"), ..args };
         assert_eq!(run_dir(&fresh, None), root.join("fresh"));
         std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// An `args.yaml` written before `exist_ok` and `tf32` existed still loads (both off); a new one keeps them.
+    #[test]
+    fn args_yaml_without_newer_keys_loads() {
+        let args = TrainArgs { exist_ok: true, tf32: true, ..TrainArgs::default() };
+        let yaml = serde_yaml::to_string(&args).unwrap();
+        assert_eq!(serde_yaml::from_str::<TrainArgs>(&yaml).unwrap(), args);
+        let old: String = yaml
+            .lines()
+            .filter(|l| !l.starts_with("exist_ok:") && !l.starts_with("tf32:"))
+            .map(|l| l.to_string() + "\n")
+            .collect();
+        assert!(!old.contains("tf32") && !old.contains("exist_ok"));
+        let back: TrainArgs = serde_yaml::from_str(&old).unwrap();
+        assert_eq!(back, TrainArgs::default());
     }
 }
