@@ -44,7 +44,7 @@ impl Conv2dBackend for Flex {
 /// per pixel; 0 for a pointwise conv, which has none) and the `m` pixels still make at least 8 tiles per thread.
 /// Larger tiles repack the weight (inside `gemm`) fewer times.
 fn forward_tile(m: usize, k: usize) -> usize {
-    let by_cache = if k == 0 { 1024 } else { (65_536 / k).clamp(TILE, 1024) };
+    let by_cache = 65_536usize.checked_div(k).map_or(1024, |rows| rows.clamp(TILE, 1024));
     let by_threads = (m / (8 * rayon::current_num_threads().max(1))).max(TILE);
     by_cache.min(by_threads).next_multiple_of(16)
 }
