@@ -68,6 +68,7 @@ where
     use burn::module::{AutodiffModule, Param};
     use burn::nn::BatchNormConfig;
     use burn::tensor::{Distribution, Tensor};
+    use kernels_cubecl::conv::Activation;
     use yolo26_model::nn::conv::{batch_norm_nhwc, batch_norm_nhwc_staged};
     let close = |a: Vec<f32>, b: Vec<f32>, what: &str| {
         assert_eq!(a.len(), b.len(), "{what}");
@@ -88,8 +89,8 @@ where
         bn
     };
     let ours_fwd = |bn: &burn::nn::BatchNorm<A>, x: Tensor<A, 4>| match group {
-        Some(g) => batch_norm_nhwc_staged(bn, x, g),
-        None => batch_norm_nhwc(bn, x),
+        Some(g) => batch_norm_nhwc_staged(bn, x, g, Activation::None),
+        None => batch_norm_nhwc(bn, x, Activation::None),
     };
     let x = Tensor::<A, 4>::random([2, 5, 6, 7], Distribution::Normal(0.4, 2.0), dev);
     let r = Tensor::<A, 4>::random([2, 5, 6, 7], Distribution::Normal(0.0, 1.0), dev);
@@ -110,8 +111,8 @@ where
     let (ours, burn) = (make().valid(), make().valid());
     let x = x.inner();
     let yo = match group {
-        Some(g) => batch_norm_nhwc_staged(&ours, x.clone(), g),
-        None => batch_norm_nhwc(&ours, x.clone()),
+        Some(g) => batch_norm_nhwc_staged(&ours, x.clone(), g, Activation::None),
+        None => batch_norm_nhwc(&ours, x.clone(), Activation::None),
     }
     .flatten::<1>(0, 3);
     let yb = burn.forward(x.permute([0, 3, 1, 2])).permute([0, 2, 3, 1]).flatten::<1>(0, 3);

@@ -28,6 +28,7 @@ pub(crate) mod cube_util;
 pub mod decode;
 pub mod fusion_util;
 pub mod nhwc;
+pub mod norm;
 pub mod psa;
 #[cfg(feature = "wgpu")]
 #[doc(hidden)]

@@ -10,10 +10,17 @@ use burn::tensor::backend::Backend;
 use kernels_cubecl::conv::Conv2dBackend;
 use kernels_cubecl::decode::DetectDecodeBackend;
 use kernels_cubecl::nhwc::NhwcBackend;
+use kernels_cubecl::norm::NormBackend;
 use kernels_cubecl::psa::PsaBackend;
 use kernels_cubecl::topk::TopKBackend;
 
 /// A backend with the custom ops the model uses.
-pub trait YoloBackend: Backend + Conv2dBackend + PsaBackend + TopKBackend + DetectDecodeBackend + NhwcBackend {}
+pub trait YoloBackend:
+    Backend + Conv2dBackend + PsaBackend + TopKBackend + DetectDecodeBackend + NhwcBackend + NormBackend
+{
+}
 
-impl<B: Backend + Conv2dBackend + PsaBackend + TopKBackend + DetectDecodeBackend + NhwcBackend> YoloBackend for B {}
+impl<B: Backend + Conv2dBackend + PsaBackend + TopKBackend + DetectDecodeBackend + NhwcBackend + NormBackend>
+    YoloBackend for B
+{
+}

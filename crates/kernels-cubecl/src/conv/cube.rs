@@ -17,10 +17,11 @@ use cubek::convolution::{
 use cubek::matmul::definition::{MatmulElems, MatmulGlobalElems};
 use cubek::std::InputBinding;
 
-use super::kernels::{self, act::launch_silu_inplace, gemm, pick_tile};
+use super::kernels::{self, act::launch_silu_inplace, gemm, pick_tile, pick_wgrad_tile};
 use super::{reference_backward_data, reference_backward_weight, reference_forward};
 use super::{Activation, Conv2dBackend, Conv2dGeometry, Conv2dSpec, ConvMath};
 use crate::cube_util::{empty, tight_as};
+use crate::tensor_util::float;
 
 impl<R, F, I, BT> Conv2dBackend for CubeBackend<R, F, I, BT>
 where
@@ -63,8 +64,12 @@ where
             return Self::float_zeros(Shape::new(geo.weight_shape()), &x.device, dtype.into());
         }
         let part = backward_weight_partials(x, w, dy, spec);
-        // Σ over the splits (f32), then the weight's shape and dtype.
-        let dw = Self::float_sum_dim(part, 0);
+        // Σ over the splits (f32) in stages (one unit per output walking thousands of splits was the floor of
+        // every small conv's gradient), then the weight's shape and dtype.
+        let [splits, co, n] = part.meta.shape().dims::<3>();
+        let [a1, a2, a3] = super::row_stages::<Self>(splits, co * n);
+        let part = float::<Self, 4>(Self::float_reshape(part, Shape::new([a1, a2, a3, co * n])));
+        let dw = super::reduce_rows(part, false).into_primitive().tensor();
         let dw = Self::float_reshape(dw, Shape::new(geo.weight_shape()));
         tight_as(dw, dtype)
     }
@@ -166,7 +171,7 @@ pub fn backward_weight_partials<R: CubeRuntime>(
         part
     } else {
         let (m, n, _) = kernels::gemm_dims(&geo, gemm::WGRAD);
-        let tile = pick_tile(m, n);
+        let tile = pick_wgrad_tile(m, n);
         let (splits, _) = kernels::wgrad_splits(&geo, tile);
         let part = empty(&x, Shape::new([splits, geo.c_out, n]), DType::F32);
         kernels::launch_gemm(gemm::WGRAD, &geo, tile, &dy, &x, &dy, &part, false, gemm::ACT_NONE);

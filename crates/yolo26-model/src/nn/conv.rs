@@ -15,9 +15,9 @@ use burn::prelude::*;
 use burn::tensor::activation::silu;
 /// The convolutions' arithmetic ([`set_conv_math`]).
 pub use kernels_cubecl::conv::ConvMath;
-use kernels_cubecl::conv::{
-    conv2d_nhwc, reduce_rows, row_stages, weight_to_ohwi, Activation, Conv2dBackend, Conv2dSpec,
-};
+use kernels_cubecl::conv::{conv2d_nhwc, row_stages, weight_to_ohwi, Activation, Conv2dSpec};
+
+use kernels_cubecl::norm::{batch_norm_train, BatchNormSpec};
 
 use crate::YoloBackend;
 
@@ -61,42 +61,48 @@ pub fn conv2d_module_nhwc<B: YoloBackend>(conv: &Conv2d<B>, x: Tensor<B, 4>, act
 /// Burn's `BatchNorm::forward` on NHWC `x [B, H, W, C]`, without permuted copies: `x` is seen as the row-major
 /// `[A1, A2, A3, C]` array (`A1·A2·A3 = B·H·W` rows, [`row_stages`]: one axis on Flex, three on the CubeCL
 /// backends, whose reductions are slow to few outputs) and every statistic is a mean over the first three axes,
-/// every broadcast one of `[1, 1, 1, C]`. Under autodiff (training): batch mean and biased variance, running
-/// statistics updated with the module's momentum, as Burn (and, up to the variance's `n / (n − 1)`, torch) does;
-/// otherwise the running statistics.
-pub fn batch_norm_nhwc<B: Conv2dBackend>(bn: &BatchNorm<B>, x: Tensor<B, 4>) -> Tensor<B, 4> {
+/// every broadcast one of `[1, 1, 1, C]`; `act` follows the norm. Under autodiff (training): batch mean and biased
+/// variance through [`kernels_cubecl::norm::batch_norm_train`] (norm and activation as one op with a closed-form
+/// backward), running statistics updated with the module's momentum, as Burn (and, up to the variance's
+/// `n / (n − 1)`, torch) does; otherwise the running statistics.
+pub fn batch_norm_nhwc<B: YoloBackend>(bn: &BatchNorm<B>, x: Tensor<B, 4>, act: Activation) -> Tensor<B, 4> {
     let [b, h, w, c] = x.dims();
-    batch_norm_nhwc_staged(bn, x, row_stages::<B>(b * h * w, c))
+    batch_norm_nhwc_staged(bn, x, row_stages::<B>(b * h * w, c), act)
 }
 
 /// [`batch_norm_nhwc`] with the rows seen as `stages = [A1, A2, A3]` (whose product must be `B·H·W`).
-pub fn batch_norm_nhwc_staged<B: Conv2dBackend>(
+pub fn batch_norm_nhwc_staged<B: YoloBackend>(
     bn: &BatchNorm<B>,
     x: Tensor<B, 4>,
     stages: [usize; 3],
+    act: Activation,
 ) -> Tensor<B, 4> {
     let dims = x.dims();
     let (n, c) = (dims[0] * dims[1] * dims[2], dims[3]);
     assert_eq!(stages.iter().product::<usize>(), n, "batch_norm_nhwc: stages {stages:?} for {n} rows");
     let x: Tensor<B, 4> = x.reshape([stages[0], stages[1], stages[2], c]);
     let device = x.device();
-    let (mean, var) = if B::ad_enabled(&device) {
-        let mean = reduce_rows(x.clone(), true);
-        let var = reduce_rows(x.clone().sub(mean.clone()).square(), true);
+    if B::ad_enabled(&device) {
+        // training: one differentiable op (closed-form backward, kernels_cubecl::norm)
+        let spec = BatchNormSpec { epsilon: bn.epsilon, activation: act };
+        let (y, mean, var) = batch_norm_train(x, bn.gamma.val(), bn.beta.val(), spec);
         let m = bn.momentum;
-        let update = |running: Tensor<B, 1>, batch: &Tensor<B, 4>| {
-            running.to_device(&device).mul_scalar(1.0 - m).add(batch.clone().detach().mul_scalar(m).reshape([c]))
+        let update = |running: Tensor<B, 1>, batch: Tensor<B, 1>| {
+            running.to_device(&device).mul_scalar(1.0 - m).add(batch.detach().mul_scalar(m))
         };
-        bn.running_mean.update(update(bn.running_mean.value_sync(), &mean).detach());
-        bn.running_var.update(update(bn.running_var.value_sync(), &var).detach());
-        (mean, var)
-    } else {
-        let stat = |t: Tensor<B, 1>| t.to_device(&device).reshape([1, 1, 1, c]);
-        (stat(bn.running_mean.value()), stat(bn.running_var.value()))
-    };
+        bn.running_mean.update(update(bn.running_mean.value_sync(), mean).detach());
+        bn.running_var.update(update(bn.running_var.value_sync(), var).detach());
+        return y.reshape(dims);
+    }
+    let stat = |t: Tensor<B, 1>| t.to_device(&device).reshape([1, 1, 1, c]);
+    let (mean, var) = (stat(bn.running_mean.value()), stat(bn.running_var.value()));
     let std = var.add_scalar(bn.epsilon).sqrt();
     let per_channel = |t: Tensor<B, 1>| t.reshape([1, 1, 1, c]);
     let y = x.sub(mean).div(std).mul(per_channel(bn.gamma.val())).add(per_channel(bn.beta.val()));
+    let y = match act {
+        Activation::None => y,
+        Activation::Silu => silu(y),
+    };
     y.reshape(dims)
 }
 
@@ -168,14 +174,7 @@ impl<B: YoloBackend> Conv<B> {
         let act = if self.act { Activation::Silu } else { Activation::None };
         match &self.bn {
             None => conv2d_module_nhwc(&self.conv, x, act),
-            Some(bn) => {
-                let y = batch_norm_nhwc(bn, conv2d_module_nhwc(&self.conv, x, Activation::None));
-                if self.act {
-                    silu(y)
-                } else {
-                    y
-                }
-            }
+            Some(bn) => batch_norm_nhwc(bn, conv2d_module_nhwc(&self.conv, x, Activation::None), act),
         }
     }
 }

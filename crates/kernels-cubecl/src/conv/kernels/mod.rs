@@ -106,12 +106,32 @@ pub fn gemm_dims(g: &Conv2dGeometry, pass: u32) -> (usize, usize, usize) {
     }
 }
 
-/// Splits of the weight gradient's pixel reduction: enough cubes to fill a large GPU (~1024), each split at
-/// least 512 pixels. Returns `(splits, pixels per split)`.
+/// The weight gradient's tile: each side as narrow as its length allows (`M = Cog` and `N = KH·KW·Cig` are
+/// often far below 128: the stem's 16 × 27, the head's 4 × 16), so a cube computes no padding; the split-K
+/// ([`wgrad_splits`]) supplies the parallelism. Wide sides get [`pick_tile`]'s 128.
+pub fn pick_wgrad_tile(m: usize, n: usize) -> Tile {
+    let side = |len: usize| -> (u32, u32) {
+        match len {
+            0..=16 => (4, 4),
+            17..=32 => (8, 4),
+            33..=64 => (8, 8),
+            _ => (16, 8),
+        }
+    };
+    let ((um, tm), (un, tn)) = (side(m), side(n));
+    Tile { um, un, tm, tn, bk: 16 }
+}
+
+/// Units the weight gradient aims to run at once (split-K cubes × units): about two waves of a 132-SM GPU.
+const WGRAD_TARGET_UNITS: usize = 1 << 19;
+
+/// Splits of the weight gradient's pixel reduction: enough cubes for [`WGRAD_TARGET_UNITS`] units in all, each
+/// split at least 512 pixels. Returns `(splits, pixels per split)`.
 pub fn wgrad_splits(g: &Conv2dGeometry, tile: Tile) -> (usize, usize) {
     let (m, n, k) = gemm_dims(g, WGRAD);
     let tiles = m.div_ceil(tile.bm()) * n.div_ceil(tile.bn()) * g.groups;
-    let splits = 1024usize.div_ceil(tiles).clamp(1, k.div_ceil(512).max(1));
+    let units = (tile.um * tile.un) as usize;
+    let splits = WGRAD_TARGET_UNITS.div_ceil(tiles * units).clamp(1, k.div_ceil(512).max(1));
     let chunk = k.div_ceil(splits).div_ceil(tile.bk as usize) * tile.bk as usize;
     (k.div_ceil(chunk), chunk)
 }
@@ -303,7 +323,7 @@ pub(crate) fn snapshot() -> Vec<(&'static str, cubecl::prelude::KernelDefinition
     vec![
         gemm_def("conv_gemm_fwd_f32_n64_silu", FWD, pick_tile(4096, 64), true, gemm::ACT_SILU),
         gemm_def("conv_gemm_dgrad_f32_n32", DGRAD, pick_tile(4096, 32), false, gemm::ACT_NONE),
-        gemm_def("conv_gemm_wgrad_f32_m16_n27", WGRAD, pick_tile(16, 27), false, gemm::ACT_NONE),
+        gemm_def("conv_gemm_wgrad_f32_m16_n27", WGRAD, pick_wgrad_tile(16, 27), false, gemm::ACT_NONE),
         kernel_def!(
             "conv_dw_forward_f32_3x3_silu",
             depthwise::dw_forward_kernel::DwForwardKernel<R>,

@@ -5,7 +5,7 @@ use burn::tensor::{DType, Tensor};
 use burn_cubecl::{BoolElement, CubeRuntime};
 
 use super::*;
-use crate::conv::kernels::{self, gemm, pick_tile};
+use crate::conv::kernels::{self, gemm, pick_tile, pick_wgrad_tile};
 
 /// Every kernel launched raw into NaN-poisoned outputs: forward (bias + SiLU), input gradient from the naive
 /// pre-activation gradient, and the weight-gradient partials summed on the host.
@@ -51,7 +51,7 @@ pub(crate) fn check_kernels<R: CubeRuntime, BT: BoolElement>(device: &R::Device,
             kernels::launch_dw_wgrad(&g, &x, &d, &part);
             (chunks, part)
         } else {
-            let tile = pick_tile(g.c_out / g.groups, n);
+            let tile = pick_wgrad_tile(g.c_out / g.groups, n);
             let (splits, _) = kernels::wgrad_splits(&g, tile);
             let part = poisoned::<R, BT, 3>([splits, g.c_out, n], DType::F32, device);
             kernels::launch_gemm(gemm::WGRAD, &g, tile, &d, &x, &d, &part, false, gemm::ACT_NONE);

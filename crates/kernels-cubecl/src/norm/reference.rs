@@ -1,0 +1,70 @@
+//! The reference of the training BatchNorm op in Burn tensor ops (the trait's default bodies; see the module doc
+//! for the formulas).
+use burn::tensor::{activation::sigmoid, backend::Backend, ops::FloatTensor, Tensor};
+
+use super::{float, tensor, BatchNormSpec};
+use crate::conv::{reduce_rows, Activation};
+
+/// `[C]` → `[1, 1, 1, C]`.
+fn per_channel<B: Backend>(t: FloatTensor<B>) -> Tensor<B, 4> {
+    let t: Tensor<B, 1> = tensor(t);
+    let c = t.dims()[0];
+    t.reshape([1, 1, 1, c])
+}
+
+/// `σ = √(var + eps)` as `[1, 1, 1, C]` (the forward and the backward compute it the same way).
+fn std_of<B: Backend>(var: Tensor<B, 4>, eps: f64) -> Tensor<B, 4> {
+    var.add_scalar(eps).sqrt()
+}
+
+/// Forward: `(act(γ·(x − μ)/σ + β), μ, σ²)` with `μ`, `σ²` the means over the rows (staged as `x`'s first three axes).
+pub fn forward<B: Backend>(
+    x: FloatTensor<B>,
+    gamma: FloatTensor<B>,
+    beta: FloatTensor<B>,
+    spec: BatchNormSpec,
+) -> (FloatTensor<B>, FloatTensor<B>, FloatTensor<B>) {
+    let x: Tensor<B, 4> = tensor(x);
+    let c = x.dims()[3];
+    let mean = reduce_rows(x.clone(), true);
+    let var = reduce_rows(x.clone().sub(mean.clone()).square(), true);
+    let std = std_of(var.clone(), spec.epsilon);
+    let y = x.sub(mean.clone()).div(std).mul(per_channel::<B>(gamma)).add(per_channel::<B>(beta));
+    let y = match spec.activation {
+        Activation::None => y,
+        Activation::Silu => burn::tensor::activation::silu(y),
+    };
+    (float(y), float(mean.reshape([c])), float(var.reshape([c])))
+}
+
+/// Backward: `(dx, dγ, dβ)` for the output gradient `dy` (closed form, see the module doc).
+pub fn backward<B: Backend>(
+    x: FloatTensor<B>,
+    gamma: FloatTensor<B>,
+    beta: FloatTensor<B>,
+    mean: FloatTensor<B>,
+    var: FloatTensor<B>,
+    dy: FloatTensor<B>,
+    spec: BatchNormSpec,
+) -> (FloatTensor<B>, FloatTensor<B>, FloatTensor<B>) {
+    let x: Tensor<B, 4> = tensor(x);
+    let [a1, a2, a3, c] = x.dims();
+    let n = (a1 * a2 * a3) as f64;
+    let (gamma, beta) = (per_channel::<B>(gamma), per_channel::<B>(beta));
+    let std = std_of(per_channel::<B>(var), spec.epsilon);
+    let xhat = x.sub(per_channel::<B>(mean)).div(std.clone());
+    let dy: Tensor<B, 4> = tensor(dy);
+    let dz = match spec.activation {
+        Activation::None => dy,
+        Activation::Silu => {
+            // d silu(z)/dz = s·(1 + z·(1 − s)), s = sigmoid(z), z the pre-activation recomputed from x
+            let z = xhat.clone().mul(gamma.clone()).add(beta);
+            let s = sigmoid(z.clone());
+            dy.mul(s.clone()).mul(z.mul(s.neg().add_scalar(1.0)).add_scalar(1.0))
+        }
+    };
+    let dbeta = reduce_rows(dz.clone(), false);
+    let dgamma = reduce_rows(dz.clone().mul(xhat.clone()), false);
+    let dx = dz.sub(dbeta.clone().div_scalar(n)).sub(xhat.mul(dgamma.clone().div_scalar(n))).mul(gamma.div(std));
+    (float(dx), float(dgamma.reshape([c])), float(dbeta.reshape([c])))
+}
