@@ -301,3 +301,56 @@ fn resume_of_a_missing_run_is_a_clear_error() {
         train::<Autodiff<B>>(args(tmp.path()), &Default::default(), Some(tmp.path()), Ui::Quiet, |_| {}).unwrap_err();
     assert!(e.contains("last.state.safetensors") && e.contains("nothing to resume"), "{e}");
 }
+
+/// `Optimizer::step` updates the elementwise groups as one flat tensor each: over three steps the parameters equal
+/// the per-parameter [`update`] of every tensor bit for bit (clipping off: the norm's summation order differs),
+/// for SGD, AdamW and MuSGD (whose Muon group stays per parameter); and a record taken after a flat step restores
+/// the same next step.
+#[test]
+fn flat_group_steps_equal_per_parameter_updates() {
+    use burn::module::AutodiffModule;
+    use yolo26_model::{Scale, Yolo26, Yolo26Config};
+    use yolo26_train::params::{named_tensors, set_trainable, tensor_infos};
+    type AB = Autodiff<B>;
+    let dev = Default::default();
+    let model0 = Yolo26Config::new(Scale::N, 3).init::<B>(&dev);
+    let infos = tensor_infos(&model0);
+    for kind in ["SGD", "AdamW", "MuSGD"] {
+        let choice = OptimizerChoice::resolve(kind, 0.01, 0.9, 3, 1).unwrap();
+        let mut opt = Optimizer::<B>::new(choice, 5e-4);
+        opt.max_grad_norm = None;
+        let mut model = set_trainable(Yolo26::<AB>::from_inner(model0.clone()));
+        let mut want = named_tensors(&model0);
+        let mut state: HashMap<String, _> = HashMap::new();
+        for step in 0..3u64 {
+            let mut grads = HashMap::new();
+            for (k, info) in infos.iter().enumerate() {
+                let Some(gi) = group_index(opt.kind, info) else { continue };
+                let n = info.numel();
+                let g: Vec<f32> =
+                    (0..n).map(|i| ((i * 7 + k * 13 + step as usize * 5) % 17) as f32 * 0.01 - 0.08).collect();
+                let g = Tensor::<B, 1>::from_data(TensorData::new(g, [n]), &dev);
+                let p = want.remove(&info.name).unwrap();
+                let (p, st) = update(opt.kind, &opt.groups[gi], &info.shape, p, g.clone(), state.remove(&info.name));
+                want.insert(info.name.clone(), p);
+                state.insert(info.name.clone(), st);
+                grads.insert(info.name.clone(), g);
+            }
+            if step == 1 {
+                // through a record: flat state → named tensors → rebuilt optimizer (gathered again at the next step)
+                let (rec, t) = opt.to_record();
+                let mut back = Optimizer::<B>::from_record(&rec, &t, &dev).unwrap();
+                back.max_grad_norm = None;
+                opt = back;
+            }
+            model = opt.step::<AB, _>(model, grads).0;
+            assert!(!opt.flat.is_empty(), "{kind}: no group was updated flat");
+            let got = named_tensors(&model.valid());
+            for info in &infos {
+                let (a, b) = (got[&info.name].clone(), want[&info.name].clone());
+                let (a, b) = (a.into_data().to_vec::<f32>().unwrap(), b.into_data().to_vec::<f32>().unwrap());
+                assert!(a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()), "{kind} step {step}: {}", info.name);
+            }
+        }
+    }
+}

@@ -230,13 +230,55 @@ fn sgd_nesterov<B: Backend>(
 
 /// An optimizer over the YOLO26 parameters: its groups (whose `lr`/`momentum` the trainer sets) and per-parameter
 /// state on the inner backend `B`.
+///
+/// The groups whose rule is elementwise (SGD, AdamW, MuSGD's SGD groups) are updated as one flat tensor each
+/// (PyTorch's `foreach` implementations do the same): the parameters and gradients of a group are concatenated,
+/// updated by [`update`] once, and sliced back. Per element this is the arithmetic of the per-parameter update
+/// (same operations, same order); it replaces ~15 tensor operations per parameter tensor (~300 of them), which
+/// made the step host-bound on a GPU, by ~15 per group. MuSGD's Muon group is updated per parameter (its
+/// Newton–Schulz steps work on each matrix).
 #[derive(Clone, Debug)]
 pub struct Optimizer<B: Backend> {
     pub kind: OptimizerKind,
     pub groups: Vec<Group>,
+    /// Per-parameter state (the Muon group's, and any not yet absorbed into [`Optimizer::flat`]).
     pub state: HashMap<String, ParamState<B>>,
+    /// Flat state of the groups updated as one tensor, by group index.
+    pub flat: HashMap<usize, FlatState<B>>,
     /// Gradient-norm clipping (`clip_grad_norm_(max_norm=10.0)`); `None` = off.
     pub max_grad_norm: Option<f64>,
+}
+
+/// The state of a group updated as one tensor: its members (name, number of elements) in concatenation order,
+/// the shared step count and the flat buffers.
+#[derive(Clone, Debug)]
+pub struct FlatState<B: Backend> {
+    pub members: Vec<(String, usize)>,
+    pub state: ParamState<B>,
+}
+
+impl<B: Backend> FlatState<B> {
+    /// The per-parameter states it holds (slices of the flat buffers).
+    pub fn split(&self) -> Vec<(String, ParamState<B>)> {
+        let mut off = 0;
+        self.members
+            .iter()
+            .map(|(name, len)| {
+                let bufs = self.state.bufs.iter().map(|b| b.clone().slice([off..off + len])).collect();
+                off += len;
+                (name.clone(), ParamState { step: self.state.step, bufs })
+            })
+            .collect()
+    }
+}
+
+/// A parameter that has a gradient this step.
+struct Member<B: Backend> {
+    name: String,
+    shape: Vec<usize>,
+    group: usize,
+    param: Tensor<B, 1>,
+    grad: Tensor<B, 1>,
 }
 
 impl<B: Backend> Optimizer<B> {
@@ -245,8 +287,42 @@ impl<B: Backend> Optimizer<B> {
             kind: choice.kind,
             groups: build_groups(choice.kind, choice.lr0, choice.momentum, weight_decay),
             state: HashMap::new(),
+            flat: HashMap::new(),
             max_grad_norm: Some(10.0),
         }
+    }
+
+    /// Every parameter's state by name (flat groups split into slices).
+    pub fn named_state(&self) -> Vec<(String, ParamState<B>)> {
+        let mut out: Vec<_> = self.state.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        for f in self.flat.values() {
+            out.extend(f.split());
+        }
+        out
+    }
+
+    /// The state of group `gi` as one flat tensor for `members`, or `Err(())` when it cannot be one (members
+    /// with different step counts or buffer counts, or state for some members only: then the group is updated
+    /// per parameter). `Ok(None)`: no member has state yet (first step).
+    fn take_flat(&mut self, gi: usize, members: &[(String, usize)]) -> Result<Option<ParamState<B>>, ()> {
+        if let Some(f) = self.flat.remove(&gi) {
+            if f.members == members {
+                return Ok(Some(f.state));
+            }
+            // the group changed: back to per-parameter state, then gathered again below
+            self.state.extend(f.split());
+        }
+        let have: Vec<&ParamState<B>> = members.iter().filter_map(|(n, _)| self.state.get(n)).collect();
+        if have.is_empty() {
+            return Ok(None);
+        }
+        let (step, nbufs) = (have[0].step, have[0].bufs.len());
+        if have.len() != members.len() || have.iter().any(|s| s.step != step || s.bufs.len() != nbufs) {
+            return Err(());
+        }
+        let states: Vec<ParamState<B>> = members.iter().map(|(n, _)| self.state.remove(n).unwrap()).collect();
+        let bufs = (0..nbufs).map(|i| Tensor::cat(states.iter().map(|s| s.bufs[i].clone()).collect(), 0)).collect();
+        Ok(Some(ParamState { step, bufs }))
     }
 
     /// Clips the gradients (flattened, by parameter name: [`accumulate_grads`]) to their global norm (if set),
@@ -257,16 +333,93 @@ impl<B: Backend> Optimizer<B> {
         AB: AutodiffBackend<InnerBackend = B>,
         M: AutodiffModule<AB>,
     {
-        let Some(total) = grads.values().map(|g| g.clone().square().sum()).reduce(|a, b| a + b).map(Tensor::sqrt)
-        else {
-            return (model, None);
+        let mut members = Vec::new();
+        let mut gather = Gather::<B> {
+            kind: self.kind,
+            grads: &mut grads,
+            out: &mut members,
+            walk: Walk { path: Vec::new(), f: () },
         };
+        model.visit(&mut gather);
+        if members.is_empty() {
+            return (model, None);
+        }
+        let mut by_group: Vec<Vec<Member<B>>> = (0..self.groups.len()).map(|_| Vec::new()).collect();
+        for m in members {
+            by_group[m.group].push(m);
+        }
+        // per group: (flat gradient and state, or the members one by one)
+        enum Plan<B: Backend> {
+            Flat(Tensor<B, 1>, Option<ParamState<B>>),
+            Each,
+        }
+        let mut plans = Vec::with_capacity(by_group.len());
+        for (gi, ms) in by_group.iter().enumerate() {
+            let elementwise = !(self.kind == OptimizerKind::MuSgd && self.groups[gi].kind == GroupKind::Muon);
+            let layout: Vec<(String, usize)> = ms.iter().map(|m| (m.name.clone(), m.param.dims()[0])).collect();
+            let plan = match (ms.is_empty(), elementwise) {
+                (true, _) => Plan::Each,
+                (false, true) => match self.take_flat(gi, &layout) {
+                    Ok(state) => Plan::Flat(Tensor::cat(ms.iter().map(|m| m.grad.clone()).collect(), 0), state),
+                    Err(()) => Plan::Each,
+                },
+                (false, false) => Plan::Each,
+            };
+            plans.push(plan);
+        }
+        // the global norm over every gradient (flat groups as one tensor each)
+        let mut sq: Option<Tensor<B, 1>> = None;
+        let mut add = |t: &Tensor<B, 1>| {
+            let s = t.clone().square().sum();
+            sq = Some(match sq.take() {
+                Some(a) => a + s,
+                None => s,
+            });
+        };
+        for (plan, ms) in plans.iter().zip(&by_group) {
+            match plan {
+                Plan::Flat(g, _) => add(g),
+                Plan::Each => ms.iter().for_each(|m| add(&m.grad)),
+            }
+        }
+        let total = sq.expect("at least one gradient").sqrt();
         // torch: clip_coef = max_norm / (total_norm + 1e-6), clamped to 1
         let coef = self
             .max_grad_norm
             .map(|m| (total.ones_like().mul_scalar(m) / total.clone().add_scalar(1e-6)).clamp_max(1.0));
-        let mut stepper = Stepper { opt: self, grads: &mut grads, coef, walk: Walk { path: Vec::new(), f: () } };
-        let model = model.map(&mut stepper);
+        let clip = |g: Tensor<B, 1>| match &coef {
+            Some(c) => g * c.clone(),
+            None => g,
+        };
+        let mut new_values: HashMap<String, Tensor<B, 1>> = HashMap::new();
+        for (gi, (plan, ms)) in plans.into_iter().zip(by_group).enumerate() {
+            match plan {
+                Plan::Flat(g, state) => {
+                    let n = g.dims()[0];
+                    let p = Tensor::cat(ms.iter().map(|m| m.param.clone()).collect(), 0);
+                    let (p, st) = update(self.kind, &self.groups[gi], &[n], p, clip(g), state);
+                    let mut off = 0;
+                    let mut layout = Vec::with_capacity(ms.len());
+                    for m in ms {
+                        let len = m.param.dims()[0];
+                        new_values.insert(m.name.clone(), p.clone().slice([off..off + len]));
+                        layout.push((m.name, len));
+                        off += len;
+                    }
+                    self.flat.insert(gi, FlatState { members: layout, state: st });
+                }
+                Plan::Each => {
+                    for m in ms {
+                        let state = self.state.remove(&m.name);
+                        let (p, st) = update(self.kind, &self.groups[gi], &m.shape, m.param, clip(m.grad), state);
+                        self.state.insert(m.name.clone(), st);
+                        new_values.insert(m.name, p);
+                    }
+                }
+            }
+        }
+        let mut put = Put { values: &mut new_values, walk: Walk { path: Vec::new(), f: () } };
+        let model = model.map(&mut put);
         (model, Some(total))
     }
 }
@@ -333,33 +486,45 @@ impl<AB: AutodiffBackend> ModuleVisitor<AB> for Collect<'_, AB::InnerBackend> {
     }
 }
 
-struct Stepper<'a, B: Backend> {
-    opt: &'a mut Optimizer<B>,
+/// Collects the parameters that have a gradient and a group, in module order.
+struct Gather<'a, B: Backend> {
+    kind: OptimizerKind,
     grads: &'a mut HashMap<String, Tensor<B, 1>>,
-    coef: Option<Tensor<B, 1>>,
+    out: &'a mut Vec<Member<B>>,
     walk: Walk<()>,
 }
 
-impl<AB: AutodiffBackend> ModuleMapper<AB> for Stepper<'_, AB::InnerBackend> {
+impl<AB: AutodiffBackend> ModuleVisitor<AB> for Gather<'_, AB::InnerBackend> {
+    track_module_path!(walk.path);
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<AB, D>>) {
+        let t = param.val();
+        let info = self.walk.info(param.id, t.dims().to_vec());
+        let (Some(gi), true) = (group_index(self.kind, &info), self.grads.contains_key(&info.name)) else {
+            return;
+        };
+        let grad = self.grads.remove(&info.name).unwrap();
+        let n = info.numel();
+        debug_assert_eq!(grad.dims()[0], n);
+        self.out.push(Member { param: t.inner().reshape([n]), grad, group: gi, shape: info.shape, name: info.name });
+    }
+}
+
+/// Puts the updated values back (same shape, still requiring a gradient where the parameter did).
+struct Put<'a, B: Backend> {
+    values: &'a mut HashMap<String, Tensor<B, 1>>,
+    walk: Walk<()>,
+}
+
+impl<AB: AutodiffBackend> ModuleMapper<AB> for Put<'_, AB::InnerBackend> {
     track_module_path!(walk.path);
     fn map_float<const D: usize>(&mut self, param: Param<Tensor<AB, D>>) -> Param<Tensor<AB, D>> {
         let (id, tensor, mapper) = param.consume();
         let shape = tensor.dims();
         let info = self.walk.info(id, shape.to_vec());
-        let (Some(grad), Some(gi)) = (self.grads.remove(&info.name), group_index(self.opt.kind, &info)) else {
+        let Some(p) = self.values.remove(&info.name) else {
             return Param::from_mapped_value(id, tensor, mapper);
         };
-        let n = info.numel();
         let require_grad = tensor.is_require_grad();
-        let mut g = grad;
-        debug_assert_eq!(g.dims()[0], n);
-        if let Some(c) = &self.coef {
-            g = g * c.clone();
-        }
-        let p = tensor.inner().reshape([n]);
-        let state = self.opt.state.remove(&info.name);
-        let (p, st) = update(self.opt.kind, &self.opt.groups[gi], &info.shape, p, g, state);
-        self.opt.state.insert(info.name, st);
         let mut out = Tensor::<AB, D>::from_inner(p.reshape(shape));
         if require_grad {
             out = out.require_grad();

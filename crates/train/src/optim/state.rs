@@ -26,7 +26,7 @@ impl<B: Backend> Optimizer<B> {
     pub fn to_record(&self) -> (OptimizerRecord, BTreeMap<String, WeightTensor>) {
         let mut tensors = BTreeMap::new();
         let mut params = BTreeMap::new();
-        for (name, st) in &self.state {
+        for (name, st) in &self.named_state() {
             params.insert(name.clone(), (st.step, st.bufs.len()));
             for (i, b) in st.bufs.iter().enumerate() {
                 let data = b.clone().into_data().convert::<f32>().to_vec::<f32>().unwrap_or_default();
@@ -57,6 +57,13 @@ impl<B: Backend> Optimizer<B> {
             }
             state.insert(name.clone(), ParamState { step, bufs });
         }
-        Ok(Optimizer { kind: rec.kind, groups: rec.groups.clone(), state, max_grad_norm: rec.max_grad_norm })
+        // flat groups are gathered again at the first step (same values: the record holds exact f32 copies)
+        Ok(Optimizer {
+            kind: rec.kind,
+            groups: rec.groups.clone(),
+            state,
+            flat: std::collections::HashMap::new(),
+            max_grad_norm: rec.max_grad_norm,
+        })
     }
 }
