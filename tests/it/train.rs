@@ -354,3 +354,34 @@ fn flat_group_steps_equal_per_parameter_updates() {
         }
     }
 }
+
+/// The flat EMA equals the per-tensor `ema + (model − ema)·(1 − d)` of every tensor bit for bit after three updates
+/// (and is the starting model before any).
+#[test]
+fn flat_ema_equals_per_tensor_lerp() {
+    use yolo26_model::{Scale, Yolo26Config};
+    use yolo26_train::ema::ModelEma;
+    use yolo26_train::params::{map_named, named_tensors};
+    let dev = Default::default();
+    // mapped once so every (lazily initialised) parameter has its value before the clones
+    let start = map_named(Yolo26Config::new(Scale::N, 3).init::<B>(&dev), |_, t| t);
+    let mut ema = ModelEma::new(start.clone(), 0);
+    let mut want = named_tensors(&start);
+    let bits = |t: Tensor<B, 1>| t.into_data().to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    for (name, t) in named_tensors(&ema.model()) {
+        assert_eq!(bits(t), bits(want[&name].clone()), "before any update: {name}");
+    }
+    for u in 1..=3u64 {
+        // a fresh model (clones share BatchNorm running statistics, so not a mapped clone of `start`)
+        let model = map_named(Yolo26Config::new(Scale::N, 3).init::<B>(&dev), |_, t| t.add_scalar(0.01 * u as f64));
+        ema.update(&model);
+        let w = 1.0 - ema_decay(u);
+        for (name, m) in named_tensors(&model) {
+            let e = want.remove(&name).unwrap();
+            want.insert(name, e.clone() + (m - e).mul_scalar(w));
+        }
+        for (name, t) in named_tensors(&ema.model()) {
+            assert_eq!(bits(t), bits(want[&name].clone()), "update {u}: {name}");
+        }
+    }
+}

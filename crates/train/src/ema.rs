@@ -1,25 +1,43 @@
 //! ultralytics `ModelEMA` (`utils/torch_utils.py`): an exponential moving average of every float tensor of the
 //! model (parameters and BatchNorm running statistics), `decay·(1 − exp(−updates/2000))` with decay 0.9999,
 //! updated after every optimizer step. Validation and the saved weights use it.
+//!
+//! The average is kept as one flat tensor (every float tensor of the model, flattened, in module order) and
+//! updated with one `lerp` per step, as `torch._foreach_lerp_` does over the tensor list: per element the same
+//! arithmetic as a per-tensor update, without ~3 tensor operations for each of the ~700 tensors. The module is
+//! rebuilt from it on demand ([`ModelEma::model`]: validation and checkpoints, once per epoch).
 
 use burn::prelude::*;
 use yolo26_model::Yolo26;
 
-use crate::params::{map_named, named_tensors};
+use crate::params::{map_named, visit_named};
 use crate::schedule::ema_decay;
 
 /// The averaged model (on the inner, non-autodiff backend) and the number of updates so far.
 #[derive(Debug)]
 pub struct ModelEma<B: Backend> {
-    pub model: Yolo26<B>,
+    /// The module the average is written back into (its structure and, until the first update, its values).
+    template: Yolo26<B>,
+    /// The average, flat, and the tensors' names and lengths in module order (`None` until the first update).
+    flat: Option<(Tensor<B, 1>, Vec<(String, usize)>)>,
     pub updates: u64,
+}
+
+/// Every float tensor of `model` as one flat tensor, and the names and lengths in order.
+fn flatten<B: Backend>(model: &Yolo26<B>) -> (Tensor<B, 1>, Vec<(String, usize)>) {
+    let (mut parts, mut layout) = (Vec::new(), Vec::new());
+    visit_named(model, |info, t| {
+        layout.push((info.name.clone(), info.numel()));
+        parts.push(t);
+    });
+    (Tensor::cat(parts, 0), layout)
 }
 
 impl<B: Backend> ModelEma<B> {
     /// Starts from `model` (ultralytics deep-copies the model; pass a copy that owns its running statistics, e.g.
     /// `AutodiffModule::valid()` of the training model).
     pub fn new(model: Yolo26<B>, updates: u64) -> Self {
-        ModelEma { model, updates }
+        ModelEma { template: model, flat: None, updates }
     }
 
     /// One update from the current training weights (`model.valid()`): `ema ← lerp(ema, model, 1 − d)`
@@ -27,11 +45,32 @@ impl<B: Backend> ModelEma<B> {
     pub fn update(&mut self, model: &Yolo26<B>) {
         self.updates += 1;
         let w = 1.0 - ema_decay(self.updates);
-        let mut src = named_tensors(model);
-        let ema = self.model.clone();
-        self.model = map_named(ema, |info, e| match src.remove(&info.name) {
-            Some(m) => e.clone() + (m - e).mul_scalar(w),
-            None => e,
-        });
+        let (m, layout) = flatten(model);
+        let e = match self.flat.take() {
+            Some((e, l)) if l == layout => e,
+            // first update (or a model with other tensors: start from the current average of those)
+            _ => flatten(&self.template).0,
+        };
+        self.flat = Some((e.clone() + (m - e).mul_scalar(w), layout));
+    }
+
+    /// The averaged model (a module whose tensors are slices of the flat average).
+    pub fn model(&self) -> Yolo26<B> {
+        let Some((flat, layout)) = &self.flat else {
+            return self.template.clone();
+        };
+        let mut off = 0;
+        let mut i = 0;
+        map_named(self.template.clone(), |info, t| {
+            let (name, len) = &layout[i];
+            assert!(
+                name == &info.name && *len == t.dims()[0],
+                "ModelEma: tensor {i} is {} now, {name} before",
+                info.name
+            );
+            i += 1;
+            off += len;
+            flat.clone().slice([off - len..off])
+        })
     }
 }

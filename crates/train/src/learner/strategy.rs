@@ -261,9 +261,10 @@ where
             self.state.ema_updates = self.ema.updates;
             let (rec, optim_tensors) = self.optimizer.inner().to_record();
             self.state.optimizer = rec;
-            checkpoint::save_weights(&self.ema.model, &self.names, &last)?;
+            let ema = self.ema.model();
+            checkpoint::save_weights(&ema, &self.names, &last)?;
             if improved {
-                checkpoint::save_weights(&self.ema.model, &self.names, &best)?;
+                checkpoint::save_weights(&ema, &self.names, &best)?;
                 // the validation outputs of the best epoch (metrics.json, per_class.csv, PR/F1/P/R curves,
                 // confusion matrices), as ultralytics leaves those of its final validation of best.pt
                 if let Some(report) = &report {
@@ -274,7 +275,7 @@ where
                 &wdir.join("last.state.safetensors"),
                 &self.state,
                 &learner.model().model.valid(),
-                &self.ema.model,
+                &ema,
                 optim_tensors,
                 &self.pending,
             )?;
@@ -301,7 +302,7 @@ where
         global: &Progress,
         epoch: usize,
     ) -> Result<Option<Arc<crate::val::ValReport>>, String> {
-        let model: YoloTrainModel<AB::InnerBackend> = wrap(self.ema.model.clone(), self.loss.clone());
+        let model: YoloTrainModel<AB::InnerBackend> = wrap(self.ema.model(), self.loss.clone());
         let mut iter = valid.iter();
         let mut report = None;
         while let Some(job) = iter.next() {
