@@ -122,8 +122,9 @@ pub fn pick_wgrad_tile(m: usize, n: usize) -> Tile {
     Tile { um, un, tm, tn, bk: 16 }
 }
 
-/// Units the weight gradient aims to run at once (split-K cubes × units): about two waves of a 132-SM GPU.
-const WGRAD_TARGET_UNITS: usize = 1 << 19;
+/// Units the weight gradient aims to run at once (split-K cubes × units): about one wave of a 132-SM GPU (2,048
+/// units each); more splits only add partial sums to write and reduce.
+const WGRAD_TARGET_UNITS: usize = 1 << 18;
 
 /// Splits of the weight gradient's pixel reduction: enough cubes for [`WGRAD_TARGET_UNITS`] units in all, each
 /// split at least 512 pixels. Returns `(splits, pixels per split)`.
