@@ -13,18 +13,21 @@ use yolo26_model::Yolo26;
 use crate::params::{map_named, visit_named};
 use crate::schedule::ema_decay;
 
+/// A flat tensor and the names and lengths of the tensors it holds, in order.
+type Flat<B> = (Tensor<B, 1>, Vec<(String, usize)>);
+
 /// The averaged model (on the inner, non-autodiff backend) and the number of updates so far.
 #[derive(Debug)]
 pub struct ModelEma<B: Backend> {
     /// The module the average is written back into (its structure and, until the first update, its values).
     template: Yolo26<B>,
     /// The average, flat, and the tensors' names and lengths in module order (`None` until the first update).
-    flat: Option<(Tensor<B, 1>, Vec<(String, usize)>)>,
+    flat: Option<Flat<B>>,
     pub updates: u64,
 }
 
 /// Every float tensor of `model` as one flat tensor, and the names and lengths in order.
-fn flatten<B: Backend>(model: &Yolo26<B>) -> (Tensor<B, 1>, Vec<(String, usize)>) {
+fn flatten<B: Backend>(model: &Yolo26<B>) -> Flat<B> {
     let (mut parts, mut layout) = (Vec::new(), Vec::new());
     visit_named(model, |info, t| {
         layout.push((info.name.clone(), info.numel()));
@@ -70,7 +73,7 @@ impl<B: Backend> ModelEma<B> {
             );
             i += 1;
             off += len;
-            flat.clone().slice([off - len..off])
+            flat.clone().slice(off - len..off)
         })
     }
 }

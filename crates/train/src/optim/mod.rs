@@ -264,7 +264,7 @@ impl<B: Backend> FlatState<B> {
         self.members
             .iter()
             .map(|(name, len)| {
-                let bufs = self.state.bufs.iter().map(|b| b.clone().slice([off..off + len])).collect();
+                let bufs = self.state.bufs.iter().map(|b| b.clone().slice(off..off + len)).collect();
                 off += len;
                 (name.clone(), ParamState { step: self.state.step, bufs })
             })
@@ -402,7 +402,7 @@ impl<B: Backend> Optimizer<B> {
                     let mut layout = Vec::with_capacity(ms.len());
                     for m in ms {
                         let len = m.param.dims()[0];
-                        new_values.insert(m.name.clone(), p.clone().slice([off..off + len]));
+                        new_values.insert(m.name.clone(), p.clone().slice(off..off + len));
                         layout.push((m.name, len));
                         off += len;
                     }
