@@ -51,18 +51,21 @@ impl Tile {
     }
 }
 
+/// `(units, outputs per unit)` along a side of `len` outputs: the smallest power of two ≥ `len` from 16 to 128.
+fn side(len: usize) -> (u32, u32) {
+    match len {
+        0..=16 => (4, 4),
+        17..=32 => (8, 4),
+        33..=64 => (8, 8),
+        _ => (16, 8),
+    }
+}
+
 /// The tile for a GEMM of `m × n`: the wide side gets 128 (8 per unit: twice the FMAs per shared-memory read
 /// of 4 per unit), the narrow side the smallest power of two ≥ its length (16 … 128), so channel counts like
 /// 16 or 32 do not compute padding.
 pub fn pick_tile(m: usize, n: usize) -> Tile {
-    let narrow = |len: usize| -> (u32, u32) {
-        match len {
-            0..=16 => (4, 4),
-            17..=32 => (8, 4),
-            33..=64 => (8, 8),
-            _ => (16, 8),
-        }
-    };
+    let narrow = side;
     if n <= m {
         let (un, tn) = narrow(n);
         let (um, tm) = if un * tn <= 32 { (256 / un, 4) } else { (16, 8) };
@@ -110,14 +113,6 @@ pub fn gemm_dims(g: &Conv2dGeometry, pass: u32) -> (usize, usize, usize) {
 /// often far below 128: the stem's 16 × 27, the head's 4 × 16), so a cube computes no padding; the split-K
 /// ([`wgrad_splits`]) supplies the parallelism. Wide sides get [`pick_tile`]'s 128.
 pub fn pick_wgrad_tile(m: usize, n: usize) -> Tile {
-    let side = |len: usize| -> (u32, u32) {
-        match len {
-            0..=16 => (4, 4),
-            17..=32 => (8, 4),
-            33..=64 => (8, 8),
-            _ => (16, 8),
-        }
-    };
     let ((um, tm), (un, tn)) = (side(m), side(n));
     Tile { um, un, tm, tn, bk: 16 }
 }
