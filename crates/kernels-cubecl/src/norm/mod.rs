@@ -100,3 +100,18 @@ pub fn batch_norm_train<B: NormBackend>(
     let (y, mean, var) = B::batch_norm_train(float(x), float(gamma), float(beta), spec);
     (tensor(y), tensor(mean), tensor(var))
 }
+
+/// BatchNorm with given statistics (evaluation: the running mean and variance, `[C]`), then the activation:
+/// `act(γ·(x − μ)/√(σ² + eps) + β)` on `x: [A1, A2, A3, C]` — the elementwise part of [`batch_norm_train`]'s
+/// forward, in the same operations.
+pub fn batch_norm_apply<B: Backend>(
+    x: Tensor<B, 4>,
+    mean: Tensor<B, 1>,
+    var: Tensor<B, 1>,
+    gamma: Tensor<B, 1>,
+    beta: Tensor<B, 1>,
+    spec: BatchNormSpec,
+) -> Tensor<B, 4> {
+    let c = x.dims()[3];
+    reference::apply(x, mean.reshape([1, 1, 1, c]), var.reshape([1, 1, 1, c]), gamma, beta, spec)
+}

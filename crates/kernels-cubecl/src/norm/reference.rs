@@ -28,13 +28,26 @@ pub fn forward<B: Backend>(
     let c = x.dims()[3];
     let mean = reduce_rows(x.clone(), true);
     let var = reduce_rows(x.clone().sub(mean.clone()).square(), true);
-    let std = std_of(var.clone(), spec.epsilon);
-    let y = x.sub(mean.clone()).div(std).mul(per_channel::<B>(gamma)).add(per_channel::<B>(beta));
-    let y = match spec.activation {
+    let y = apply(x, mean.clone(), var.clone(), tensor(gamma), tensor(beta), spec);
+    (float(y), float(mean.reshape([c])), float(var.reshape([c])))
+}
+
+/// `act(γ·(x − μ)/√(σ² + eps) + β)` with given statistics (`[1, 1, 1, C]`), `γ`, `β`: `[C]`: the forward's
+/// elementwise part, also BatchNorm in evaluation (running statistics).
+pub fn apply<B: Backend>(
+    x: Tensor<B, 4>,
+    mean: Tensor<B, 4>,
+    var: Tensor<B, 4>,
+    gamma: Tensor<B, 1>,
+    beta: Tensor<B, 1>,
+    spec: BatchNormSpec,
+) -> Tensor<B, 4> {
+    let c = gamma.dims()[0];
+    let y = x.sub(mean).div(std_of(var, spec.epsilon)).mul(gamma.reshape([1, 1, 1, c])).add(beta.reshape([1, 1, 1, c]));
+    match spec.activation {
         Activation::None => y,
         Activation::Silu => burn::tensor::activation::silu(y),
-    };
-    (float(y), float(mean.reshape([c])), float(var.reshape([c])))
+    }
 }
 
 /// Backward: `(dx, dγ, dβ)` for the output gradient `dy` (closed form, see the module doc).

@@ -12,12 +12,11 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::{BatchNorm, BatchNormConfig, PaddingConfig2d};
 use burn::prelude::*;
-use burn::tensor::activation::silu;
 /// The convolutions' arithmetic ([`set_conv_math`]).
 pub use kernels_cubecl::conv::ConvMath;
 use kernels_cubecl::conv::{conv2d_nhwc, row_stages, weight_to_ohwi, Activation, Conv2dSpec};
 
-use kernels_cubecl::norm::{batch_norm_train, BatchNormSpec};
+use kernels_cubecl::norm::{batch_norm_apply, batch_norm_train, BatchNormSpec};
 
 use crate::YoloBackend;
 
@@ -94,16 +93,9 @@ pub fn batch_norm_nhwc_staged<B: YoloBackend>(
         bn.running_var.update(update(bn.running_var.value_sync(), var).detach());
         return y.reshape(dims);
     }
-    let stat = |t: Tensor<B, 1>| t.to_device(&device).reshape([1, 1, 1, c]);
-    let (mean, var) = (stat(bn.running_mean.value()), stat(bn.running_var.value()));
-    let std = var.add_scalar(bn.epsilon).sqrt();
-    let per_channel = |t: Tensor<B, 1>| t.reshape([1, 1, 1, c]);
-    let y = x.sub(mean).div(std).mul(per_channel(bn.gamma.val())).add(per_channel(bn.beta.val()));
-    let y = match act {
-        Activation::None => y,
-        Activation::Silu => silu(y),
-    };
-    y.reshape(dims)
+    let (mean, var) = (bn.running_mean.value().to_device(&device), bn.running_var.value().to_device(&device));
+    let spec = BatchNormSpec { epsilon: bn.epsilon, activation: act };
+    batch_norm_apply(x, mean, var, bn.gamma.val(), bn.beta.val(), spec).reshape(dims)
 }
 
 /// ultralytics `nn.modules.conv.Conv(c1, c2, k, s, p=k//2, g, d=1, act)`: bias-free conv, BatchNorm (eps 1e-3,
