@@ -385,3 +385,172 @@ fn flat_ema_equals_per_tensor_lerp() {
         }
     }
 }
+
+/// The first batch of the synthetic training set (mosaic, 64 px): real images and boxes for the step tests.
+fn first_batch(data: &str, batch: usize) -> yolo26_data::Batch {
+    use yolo26_data::{DataSource, Split, TrainLoader, TrainLoaderConfig};
+    let set = Arc::new(DataSource::parse(data, None).unwrap().open(Split::Train).unwrap());
+    let cfg = TrainLoaderConfig { batch_size: batch, imgsz: 64, workers: 2, epochs: 2, ..TrainLoaderConfig::default() };
+    let loader = TrainLoader::new(set, cfg).unwrap();
+    let mut it = loader.epoch(0).unwrap();
+    it.next().unwrap().unwrap()
+}
+
+/// Two models with the same weights (the calibrated yolo26n hash model, `assets/yolo26n-calib.pt`: deterministic
+/// values, 80 classes) and their own BatchNorm running statistics (clones would share them).
+fn twin_models() -> [yolo26_model::Yolo26<Autodiff<B>>; 2] {
+    use burn::module::AutodiffModule;
+    use yolo26_model::{Scale, Yolo26};
+    use yolo26_train::params::set_trainable;
+    let dev = Default::default();
+    let map = read_weights(&fixture("assets/yolo26n-calib.pt")).unwrap();
+    [0, 1].map(|_| {
+        let m = yolo26_model::detector::load_model::<B>(Scale::N, &map, None, &dev).unwrap();
+        set_trainable(Yolo26::<Autodiff<B>>::from_inner(m))
+    })
+}
+
+/// The relative difference of two named-tensor maps: `(‖x − y‖ / ‖x‖ over all tensors as one vector, the worst
+/// tensor's ‖x − y‖ / max(‖x‖, ‖y‖) and its name)`, tensors of norm below `floor` (pure rounding) not ranked.
+fn map_difference(
+    a: &HashMap<String, Tensor<B, 1>>,
+    b: &HashMap<String, Tensor<B, 1>>,
+    floor: f64,
+) -> (f64, f64, String) {
+    assert_eq!(a.len(), b.len(), "tensor counts");
+    let (mut dd, mut xx, mut worst) = (0f64, 0f64, (0f64, String::new()));
+    for (k, x) in a {
+        let (x, y) = (x.to_data().to_vec::<f32>().unwrap(), b[k].to_data().to_vec::<f32>().unwrap());
+        let d: f64 = x.iter().zip(&y).map(|(p, q)| ((p - q) as f64).powi(2)).sum();
+        let (nx, ny): (f64, f64) =
+            (x.iter().map(|&v| (v as f64).powi(2)).sum(), y.iter().map(|&v| (v as f64).powi(2)).sum());
+        (dd, xx) = (dd + d, xx + nx);
+        let scale = nx.max(ny).sqrt();
+        if scale >= floor && d.sqrt() / scale > worst.0 {
+            worst = (d.sqrt() / scale, k.clone());
+        }
+    }
+    ((dd / xx.max(f64::MIN_POSITIVE)).sqrt(), worst.0, worst.1)
+}
+
+/// Data-parallel training (`--devices`, burn-train's multi-device step; here two workers on the one Flex device):
+/// (1) the step is the sum of one-device steps on each device's shard (the definition of DDP: each rank's
+/// `loss · world_size`, averaged), bit for bit, with the logged items their image-weighted mean; (2) on a global
+/// batch made of two copies of one batch, it is one device's step on the global batch, and three SGD steps follow
+/// the one-device run. The one-device computation itself differs by ~1e-3 (gradient norm) between the global batch
+/// and its two halves (f32 BatchNorm reductions over 8 vs 4 images through ~100 layers of a calibrated random
+/// model), and steps amplify that, so (2) holds to that noise, not to rounding.
+#[test]
+fn data_parallel_steps_follow_one_device() {
+    use burn::module::AutodiffModule;
+    use burn::train::TrainStep;
+    use yolo26_train::learner::multi::DeviceSteps;
+    use yolo26_train::learner::{LossControl, TrainItem, YoloTrainModel};
+    use yolo26_train::optim::accumulate_grads;
+    use yolo26_train::params::named_tensors;
+    use yolo26_train::LossGains;
+    type AB = Autodiff<B>;
+    let dev = burn::backend::flex::FlexDevice;
+    let steps = DeviceSteps::<AB>::new(vec![dev, dev]);
+    let loss = LossControl::new(80, 2, LossGains::default());
+    let wrap = |m| YoloTrainModel { model: m, loss: loss.clone() };
+    let grads_of = |m: &YoloTrainModel<AB>, gs: Vec<burn::optim::GradientsParams>| {
+        let mut acc = HashMap::new();
+        for g in gs {
+            accumulate_grads::<AB, _>(&m.model, g, &mut acc);
+        }
+        acc
+    };
+    // (a batch whose target-score sum is above 1 in each half: ultralytics' `max(target_scores.sum(), 1)` makes a
+    // shard's loss normalisation nonlinear below that, in DDP as here)
+    let half = first_batch("synthetic:8@5", 4);
+    let other = first_batch("synthetic:8@6", 4);
+
+    // (1) different halves: the sum of one-device steps on each half
+    let [a, b] = twin_models();
+    let (a, b) = (wrap(a), wrap(b));
+    let global = yolo26_data::Batch::concat(&[half.clone(), other]).unwrap();
+    let multi = steps.step(&global, &a);
+    let got = grads_of(&a, multi.grads);
+    let outs: Vec<_> = global.shards(2).into_iter().map(|s| b.step(s)).collect();
+    let want = TrainItem::merge(&outs.iter().map(|o| o.item.clone()).collect::<Vec<_>>());
+    let want_grads = grads_of(&b, outs.into_iter().map(|o| o.grads).collect());
+    assert_eq!((multi.item.images, multi.item.instances), (want.images, want.instances));
+    for (x, y) in want.items.iter().zip(&multi.item.items) {
+        assert!((x - y).abs() <= 1e-6 * x.abs(), "items {want:?} vs {:?}", multi.item);
+    }
+    let (total, worst, at) = map_difference(&want_grads, &got, 0.0);
+    assert!(total <= 1e-6 && worst <= 1e-5, "gradients: {total:e} overall, {worst:e} at {at}");
+
+    // (2) two copies of one batch: one device on the global batch, over three SGD steps
+    let global = yolo26_data::Batch::concat(&[half.clone(), half]).unwrap();
+    let choice = OptimizerChoice::resolve("SGD", 0.001, 0.9, 80, 1).unwrap();
+    let (mut opt1, mut opt2) = (Optimizer::<B>::new(choice.clone(), 5e-4), Optimizer::<B>::new(choice, 5e-4));
+    let [one, two] = twin_models();
+    let (mut one, mut two) = (wrap(one), wrap(two));
+    for step in 0..3 {
+        let out = one.step(global.clone());
+        let g1 = grads_of(&one, vec![out.grads]);
+        let multi = steps.step(&global, &two);
+        assert_eq!((multi.grads.len(), multi.item.images, multi.item.instances), (2, 8, out.item.instances));
+        let g2 = grads_of(&two, multi.grads);
+        let tol = [1e-4, 1e-3, 1e-2][step];
+        for (x, y) in out.item.items.iter().zip(&multi.item.items) {
+            assert!((x - y).abs() <= tol * x.abs(), "step {step}: items {:?} vs {:?}", out.item, multi.item);
+        }
+        if step == 0 {
+            let (total, worst, at) = map_difference(&g1, &g2, 1e-3);
+            assert!(total <= 5e-3 && worst <= 2e-2, "step 0 gradients: {total:e} overall, {worst:e} at {at}");
+        }
+        one.model = opt1.step::<AB, _>(one.model, g1).0;
+        two.model = opt2.step::<AB, _>(two.model, g2).0;
+    }
+    // weights and BatchNorm running statistics after three steps
+    let (total, worst, at) =
+        map_difference(&named_tensors(&one.model.valid()), &named_tensors(&two.model.valid()), 1e-3);
+    assert!(total <= 1e-4, "after three steps: {total:e} overall, {worst:e} at {at}");
+}
+
+/// `train_on` with two devices: a global batch of 4 split 2 + 2, the run's outputs written once, validation and
+/// checkpoints as on one device, a bad batch/device split refused by name, and a resume from the end of the first
+/// epoch continuing like the unbroken two-device run.
+#[test]
+fn data_parallel_run_on_two_cpu_workers_resumes() {
+    use yolo26_train::trainer::train_on;
+    let tmp = tempfile::tempdir().unwrap();
+    let devs = [burn::backend::flex::FlexDevice; 2];
+    let full = tmp.path().join("full");
+    let killed = tmp.path().join("killed");
+    let (full2, killed2) = (full.clone(), killed.clone());
+    let infos = Arc::new(Mutex::new(Vec::new()));
+    let infos2 = infos.clone();
+    let a = train_on::<Autodiff<B>>(args(&full), &devs, None, Ui::Quiet, move |ev| match ev {
+        Event::EpochEnd(row) if row.epoch == 1 => {
+            std::fs::create_dir_all(killed2.join("weights")).unwrap();
+            for f in ["last.state.safetensors", "last.safetensors"] {
+                std::fs::copy(full2.join("weights").join(f), killed2.join("weights").join(f)).unwrap();
+            }
+        }
+        Event::Info(line) => infos2.lock().unwrap().push(line),
+        _ => {}
+    })
+    .expect("two-device run");
+    let infos = infos.lock().unwrap().clone();
+    assert!(infos.iter().any(|l| l.contains("data-parallel on 2 devices") && l.contains("2 images each")), "{infos:?}");
+    assert_eq!(a.rows.len(), 2);
+    assert!(a.rows.iter().all(|r| r.metrics.is_some() && r.train_loss.iter().all(|v| v.is_finite() && *v > 0.0)));
+    for f in ["args.yaml", "results.csv", "weights/last.safetensors", "weights/best.safetensors", "metrics.json"] {
+        assert!(full.join(f).is_file(), "{f} missing");
+    }
+    assert_eq!(std::fs::read_to_string(full.join("results.csv")).unwrap().lines().count(), 3, "one row per epoch");
+    let b = train_on::<Autodiff<B>>(args(Path::new("unused")), &devs, Some(&killed), Ui::Quiet, |_| {})
+        .expect("resumed two-device run");
+    let close = |x: f64, y: f64| (x - y).abs() <= 1e-4 * x.abs().max(y.abs()).max(1e-3);
+    for (x, y) in b.rows[1].train_loss.iter().zip(&a.rows[1].train_loss) {
+        assert!(close(*x, *y), "second-epoch losses after resume: {:?} vs {:?}", b.rows[1], a.rows[1]);
+    }
+    assert_eq!(b.rows[1].lr, a.rows[1].lr);
+    let odd = TrainArgs { batch: 5, ..args(&tmp.path().join("odd")) };
+    let e = train_on::<Autodiff<B>>(odd, &devs, None, Ui::Quiet, |_| {}).unwrap_err();
+    assert!(e.contains("--batch 5") && e.contains("2 devices"), "{e}");
+}

@@ -254,11 +254,15 @@ fn bench_inference<B: yolo26_model::YoloBackend>(
 }
 
 impl TrainJob for BenchArgs {
-    fn run<AB>(self, device: AB::Device) -> anyhow::Result<()>
+    fn run<AB>(self, devices: Vec<AB::Device>) -> anyhow::Result<()>
     where
         AB: burn::tensor::backend::AutodiffBackend + yolo26_train::TrainBackend,
         AB::InnerBackend: yolo26_model::YoloBackend,
     {
+        let [device] = devices.as_slice() else {
+            anyhow::bail!("yolo26 bench --train times one device (--device {})", self.device);
+        };
+        let device = device.clone();
         self.set_math();
         self.header();
         bench_train::<AB>(&self, &device, |row| self.emit(&row))

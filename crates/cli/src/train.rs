@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use clap::Args;
 use yolo26_train::learner::Ui;
-use yolo26_train::trainer::{train, Event, TrainArgs};
+use yolo26_train::trainer::{train_on, Event, TrainArgs};
 
 use crate::backend::{dispatch_train, TrainJob};
 
@@ -75,6 +75,11 @@ pub struct TrainCliArgs {
     /// cpu, wgpu[:N] or cuda[:N] (those compiled in).
     #[arg(long, default_value = "cpu")]
     pub device: String,
+    /// Data-parallel training on several devices of one backend (ultralytics DDP, `device=0,1`): a comma-separated
+    /// list such as cuda:0,cuda:1, or `all` (every CUDA device). --batch is the global batch, split evenly among
+    /// them; validation, logs and checkpoints are done once, on the first. Replaces --device.
+    #[arg(long, conflicts_with = "device")]
+    pub devices: Option<String>,
     /// f32 convolutions on TF32 tensor cores (GPU backends; PyTorch's cuDNN default, what ultralytics trains with in
     /// fp32); exact f32 otherwise.
     #[arg(long)]
@@ -126,7 +131,7 @@ impl TrainCliArgs {
             patience: self.patience,
             project: self.project.clone(),
             exist_ok: self.exist_ok,
-            device: self.device.clone(),
+            device: self.devices.clone().unwrap_or_else(|| self.device.clone()),
             tf32: self.tf32,
             profile: self.profile,
             ..TrainArgs::default()
@@ -137,7 +142,7 @@ impl TrainCliArgs {
 struct Job(TrainCliArgs);
 
 impl TrainJob for Job {
-    fn run<AB>(self, device: AB::Device) -> anyhow::Result<()>
+    fn run<AB>(self, devices: Vec<AB::Device>) -> anyhow::Result<()>
     where
         AB: burn::tensor::backend::AutodiffBackend + yolo26_train::TrainBackend,
         AB::InnerBackend: yolo26_model::YoloBackend,
@@ -148,7 +153,7 @@ impl TrainJob for Job {
         let tui = ui.is_tui();
         let held = Arc::new(Mutex::new(Vec::new()));
         let sink = held.clone();
-        let summary = train::<AB>(a.to_args(), &device, a.resume.as_deref(), ui, move |ev| {
+        let summary = train_on::<AB>(a.to_args(), &devices, a.resume.as_deref(), ui, move |ev| {
             let line = match ev {
                 Event::Info(s) => s,
                 Event::EpochEnd(row) => {
@@ -186,6 +191,6 @@ impl TrainJob for Job {
 }
 
 pub fn run(a: TrainCliArgs) -> anyhow::Result<()> {
-    let device = a.device.clone();
-    dispatch_train(&device, Job(a))
+    let devices = a.devices.clone().unwrap_or_else(|| a.device.clone());
+    dispatch_train(&devices, Job(a))
 }

@@ -28,9 +28,15 @@ pub struct ModelEma<B: Backend> {
 
 /// Every float tensor of `model` as one flat tensor, and the names and lengths in order.
 fn flatten<B: Backend>(model: &Yolo26<B>) -> Flat<B> {
-    let (mut parts, mut layout) = (Vec::new(), Vec::new());
+    let (mut parts, mut layout) = (Vec::<Tensor<B, 1>>::new(), Vec::new());
     visit_named(model, |info, t| {
         layout.push((info.name.clone(), info.numel()));
+        // (after a data-parallel step a BatchNorm running statistic may still be on the device of the worker that
+        // read it last: Burn's `RunningState` moves its shared value when a worker forks the model)
+        let t = match parts.first() {
+            Some(p) => t.to_device(&p.device()),
+            None => t,
+        };
         parts.push(t);
     });
     (Tensor::cat(parts, 0), layout)

@@ -132,6 +132,82 @@ impl Batch {
         self.shape[0] == 0
     }
 
+    /// The batch cut into at most `n` contiguous shards of `ceil(len / n)` images (the last ones smaller, none
+    /// empty), each with its own targets (batch index re-based) and metadata: the per-device parts of a global
+    /// batch in data-parallel training (ultralytics gives each DDP rank a contiguous part of the data,
+    /// `ContiguousDistributedSampler`). The pixels are copied; `self` keeps its buffer (and gives it back to its
+    /// loader when dropped). `n == 0` is taken as 1.
+    pub fn shards(&self, n: usize) -> Vec<Batch> {
+        let len = self.len();
+        let per = len.div_ceil(n.max(1)).max(1);
+        let [_, c, h, w] = self.shape;
+        let image = c * h * w;
+        (0..len)
+            .step_by(per)
+            .map(|start| {
+                let end = (start + per).min(len);
+                let targets = self
+                    .targets
+                    .iter()
+                    .filter(|t| (start..end).contains(&(t[0] as usize)))
+                    .map(|t| {
+                        let mut t = *t;
+                        t[0] -= start as f32;
+                        t
+                    })
+                    .collect();
+                Batch {
+                    images: self.images[start * image..end * image].to_vec(),
+                    shape: [end - start, c, h, w],
+                    targets,
+                    indices: self.indices[start..end].to_vec(),
+                    paths: self.paths[start..end].to_vec(),
+                    orig_shapes: self.orig_shapes[start..end].to_vec(),
+                    resized_shapes: self.resized_shapes[start..end].to_vec(),
+                    ratio_pad: self.ratio_pad[start..end].to_vec(),
+                    recycler: None,
+                }
+            })
+            .collect()
+    }
+
+    /// The batches one after another as one batch (the inverse of [`Batch::shards`]); an error names the first
+    /// batch whose image size differs from the first's.
+    pub fn concat(parts: &[Batch]) -> Result<Batch, DataError> {
+        let first = parts.first().ok_or_else(|| DataError::Loader("concat of no batches".into()))?;
+        let [_, c, h, w] = first.shape;
+        let mut out = Batch {
+            images: Vec::new(),
+            shape: [0, c, h, w],
+            targets: Vec::new(),
+            indices: Vec::new(),
+            paths: Vec::new(),
+            orig_shapes: Vec::new(),
+            resized_shapes: Vec::new(),
+            ratio_pad: Vec::new(),
+            recycler: None,
+        };
+        for (i, b) in parts.iter().enumerate() {
+            if b.shape[1..] != first.shape[1..] {
+                return Err(DataError::Loader(format!(
+                    "batch {i} has images of {:?}, batch 0 of {:?}",
+                    &b.shape[1..],
+                    &first.shape[1..]
+                )));
+            }
+            let base = out.shape[0] as f32;
+            out.images.extend_from_slice(&b.images);
+            out.targets.extend(b.targets.iter().map(|t| [t[0] + base, t[1], t[2], t[3], t[4], t[5]]));
+            out.indices.extend_from_slice(&b.indices);
+            out.paths.extend_from_slice(&b.paths);
+            out.orig_shapes.extend_from_slice(&b.orig_shapes);
+            out.resized_shapes.extend_from_slice(&b.resized_shapes);
+            out.ratio_pad.extend_from_slice(&b.ratio_pad);
+            out.shape[0] += b.len();
+        }
+        Ok(out)
+    }
+
     /// The images (back to HWC) and their pixel boxes, e.g. for `yolo26_augment::plot_batch` (ultralytics
     /// `plot_training_samples`).
     pub fn samples(&self) -> Result<Vec<yolo26_augment::Sample>, DataError> {
@@ -496,6 +572,30 @@ mod tests {
         assert_eq!(recycler.kept(), kept);
         drop(b);
         assert_eq!(recycler.kept(), (kept + 1).min(Recycler::KEEP));
+    }
+
+    /// Shards are contiguous (`ceil(len / n)` images, none empty), their targets re-based; `concat` undoes
+    /// `shards` exactly; mismatched image sizes are an error naming the batch.
+    #[test]
+    fn shards_and_concat() {
+        let pool = make_pool(2).unwrap();
+        let mut it = spawn_batches(pool, Recycler::default(), vec![(0..5).collect()], 1, |p| Ok(item(p))).unwrap();
+        let b = it.next().unwrap().unwrap();
+        let parts = b.shards(2);
+        assert_eq!(parts.iter().map(|p| p.indices.clone()).collect::<Vec<_>>(), vec![vec![0, 1, 2], vec![3, 4]]);
+        assert_eq!(parts[1].shape, [2, 3, 4, 5]);
+        assert_eq!(parts[1].images, b.images[3 * 60..]);
+        assert_eq!(parts[1].targets.iter().map(|t| [t[0], t[1]]).collect::<Vec<_>>(), vec![[0.0, 3.0], [1.0, 4.0]]);
+        assert_eq!(b.shards(4).iter().map(Batch::len).collect::<Vec<_>>(), vec![2, 2, 1]);
+        assert_eq!(b.shards(9).len(), 5);
+        assert_eq!(b.shards(0).len(), 1);
+        let mut whole = Batch::concat(&parts).unwrap();
+        whole.recycler = b.recycler.clone(); // (where the buffer goes is not compared: `Option` is)
+        assert_eq!(whole, b);
+        let mut odd = parts[1].clone();
+        odd.shape[3] = 6;
+        let e = Batch::concat(&[parts[0].clone(), odd]).unwrap_err().to_string();
+        assert!(e.contains("batch 1"), "{e}");
     }
 
     /// `take` hands back a kept buffer of the asked length (the same allocation), else a new zeroed one.

@@ -9,6 +9,7 @@
 //! | `LrScheduler` | a constant (unused: the strategy sets every group's lr from ultralytics' schedule) |
 //! | `DataLoader` | [`EpochLoader`] (augmenting train loader), [`ValJobLoader`] (the val split) |
 //! | `SupervisedLearningStrategy` | [`YoloStrategy`]: warmup, accumulation, EMA, validation, checkpoints |
+//! | `MultiDevicesTrainStep` | [`multi::DeviceSteps`]: data-parallel steps on several devices (`--devices`) |
 //! | metrics | [`metrics`]: loss items, instances, images/s, burn's `LearningRateMetric`; P, R, mAP50, mAP50-95 |
 //! | renderer | [`Ui`]: burn-train's TUI, or [`render::LineRenderer`] |
 //!
@@ -20,6 +21,7 @@
 pub mod loader;
 pub mod metrics;
 pub mod model;
+pub mod multi;
 pub mod optimizer;
 pub mod profile;
 pub mod render;

@@ -71,6 +71,19 @@ impl TrainItem {
     pub fn is_finite(&self) -> bool {
         self.items.iter().all(|v| v.is_finite())
     }
+
+    /// The items of several parts of one batch (the devices' shards) as the batch's: per-image loss items
+    /// averaged with the parts' image counts as weights, images and objects summed.
+    pub fn merge(parts: &[TrainItem]) -> TrainItem {
+        let images: usize = parts.iter().map(|p| p.images).sum();
+        let mut items = [0f64; 3];
+        for p in parts {
+            for (k, v) in p.items.iter().enumerate() {
+                items[k] += v * p.images as f64 / images.max(1) as f64;
+            }
+        }
+        TrainItem { items, images, instances: parts.iter().map(|p| p.instances).sum() }
+    }
 }
 
 impl ItemLazy for TrainItem {

@@ -9,7 +9,8 @@
 //! epoch: the EMA validated through the model's `InferenceStep` (mAP50-95 is the fitness), `results.csv`,
 //! `weights/last.*` and, on a new best fitness, `weights/best.safetensors`; early stop after `patience` epochs
 //! without improvement. A non-finite loss stops the run with an error naming epoch, batch and iteration; the
-//! checkpoints of the last completed epoch stay. burn-train's interrupter (the TUI's `q`) stops after the
+//! checkpoints of the last completed epoch stay. With several devices each batch is split among them
+//! ([`DeviceSteps`], ultralytics DDP) and everything after the backward runs once. burn-train's interrupter (the TUI's `q`) stops after the
 //! current batch, keeping the last completed epoch.
 
 use std::collections::HashMap;
@@ -29,6 +30,7 @@ use yolo26_model::YoloBackend;
 
 use super::loader::EpochLoader;
 use super::model::{wrap, LossControl, ValJob, YoloTrainModel};
+use super::multi::DeviceSteps;
 use super::optimizer::YoloOptimizer;
 use super::profile::{Phase, StepProfile};
 use crate::backend::TrainBackend;
@@ -53,6 +55,8 @@ pub struct Run<AB: AutodiffBackend> {
     /// Gradients accumulated since the last optimizer step, by parameter name.
     pub pending: HashMap<String, Tensor<AB::InnerBackend, 1>>,
     pub loss: LossControl,
+    /// The devices the steps run on (several: data-parallel, [`DeviceSteps`]); the model is on the first.
+    pub devices: Vec<AB::Device>,
     pub loader: EpochLoader,
     pub val: ValJob,
     /// Run time before this process (a resumed run continues the clock).
@@ -146,6 +150,7 @@ where
         let mut stale = 0usize;
         let device = learner.model().model.devices().first().cloned();
         let mut prof = StepProfile::<AB>::new(device.filter(|_| args.profile));
+        let multi = (self.devices.len() > 1).then(|| DeviceSteps::<AB>::new(self.devices.clone()));
         let mut plot_idx = vec![0, 1, 2];
         if args.close_mosaic > 0 && args.close_mosaic <= args.epochs {
             let base = (args.epochs - args.close_mosaic) * nb;
@@ -174,24 +179,38 @@ where
                 if let Some(acc) = warmup(&mut self.optimizer.inner(), &self.schedule, ni, epoch) {
                     self.state.accumulate = acc;
                 }
-                let out = if prof.enabled() {
-                    learner.model().step_marked(batch, |p| prof.mark(p))
-                } else {
-                    learner.train_step(batch)
+                let (item, grads) = match &multi {
+                    None if prof.enabled() => {
+                        let out = learner.model().step_marked(batch, |p| prof.mark(p));
+                        (out.item, vec![out.grads])
+                    }
+                    None => {
+                        let out = learner.train_step(batch);
+                        (out.item, vec![out.grads])
+                    }
+                    Some(steps) => {
+                        let out = steps.step(&batch, &learner.model());
+                        drop(batch);
+                        // (every device's upload, forward and backward, run at once, are charged to "backward")
+                        prof.mark(Phase::Backward);
+                        (out.item, out.grads)
+                    }
                 };
-                if !out.item.is_finite() {
+                if !item.is_finite() {
                     return Err(format!(
                         "non-finite loss {:?} (box, cls, l1) at epoch {}, batch {i} (iteration {ni}); the run \
                          stopped, {} holds the last completed epoch",
-                        out.item.items,
+                        item.items,
                         epoch + 1,
                         wdir.display()
                     ));
                 }
                 let model = learner.model().model;
-                accumulate_grads::<AB, _>(&model, out.grads, &mut self.pending);
+                for g in grads {
+                    accumulate_grads::<AB, _>(&model, g, &mut self.pending);
+                }
                 prof.mark(Phase::Grads);
-                for (k, v) in out.item.items.iter().enumerate() {
+                for (k, v) in item.items.iter().enumerate() {
                     tloss[k] = (tloss[k] * i as f64 + v) / (i + 1) as f64;
                 }
                 let stepped = ni as i64 - self.state.last_opt_step >= self.state.accumulate as i64;
@@ -204,7 +223,7 @@ where
                     self.state.last_opt_step = ni as i64;
                 }
                 let lr = self.optimizer.inner().groups.first().map(|g| g.lr);
-                let item = TrainingItem::new(out.item, iter.progress(), global.clone(), Some(ni + 1), lr);
+                let item = TrainingItem::new(item, iter.progress(), global.clone(), Some(ni + 1), lr);
                 processor.process_train(LearnerEvent::ProcessedItem(item));
                 prof.mark(Phase::Log);
                 prof.end_iteration(images, stepped);

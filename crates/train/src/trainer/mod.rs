@@ -97,7 +97,7 @@ fn open_split(source: &DataSource, split: Split) -> Result<Arc<Dataset>, String>
 /// (of `args`, only `device` and `workers` are used). `ui` chooses burn-train's renderer; `on_event` gets the log
 /// lines and each epoch's results row.
 pub fn train<AB>(
-    mut args: TrainArgs,
+    args: TrainArgs,
     device: &AB::Device,
     resume: Option<&Path>,
     ui: Ui,
@@ -107,6 +107,26 @@ where
     AB: AutodiffBackend + TrainBackend,
     AB::InnerBackend: YoloBackend,
 {
+    train_on::<AB>(args, std::slice::from_ref(device), resume, ui, on_event)
+}
+
+/// [`train`] on several devices of one backend, data-parallel (ultralytics DDP, see [`crate::learner::multi`]):
+/// `args.batch` is the global batch, `args.batch / devices.len()` images per device (it must divide); the
+/// accumulation, weight-decay scaling and schedule are those of the global batch, as ultralytics' (whose
+/// `accumulate` and `weight_decay` use the global batch too); validation runs on the first device with the
+/// per-device batch × 2, as ultralytics' rank 0. One device is [`train`].
+pub fn train_on<AB>(
+    mut args: TrainArgs,
+    devices: &[AB::Device],
+    resume: Option<&Path>,
+    ui: Ui,
+    on_event: impl FnMut(Event) + Send + 'static,
+) -> Result<TrainSummary, String>
+where
+    AB: AutodiffBackend + TrainBackend,
+    AB::InnerBackend: YoloBackend,
+{
+    let device = devices.first().ok_or("no device to train on")?;
     let mut on_event: Box<dyn FnMut(Event) + Send> = Box::new(on_event);
     let restored = match resume {
         Some(dir) => {
@@ -128,6 +148,15 @@ where
         args.profile = profile;
     }
     let scale = args.validate()?;
+    if !args.batch.is_multiple_of(devices.len()) {
+        return Err(format!(
+            "--batch {} is not a multiple of the {} devices (each device trains batch / devices images of every \
+             batch)",
+            args.batch,
+            devices.len()
+        ));
+    }
+    let per_device = args.batch / devices.len();
     set_conv_math(if args.tf32 { ConvMath::Fast } else { ConvMath::Exact });
     let source = DataSource::parse(&args.data, args.images.as_deref()).map_err(|e| e.to_string())?;
     let train_set = open_split(&source, Split::Train)?;
@@ -227,6 +256,14 @@ where
         }
     };
     let resumed_epoch = restored.is_some().then_some(st.epoch + 1);
+    if devices.len() > 1 {
+        on_event(Event::Info(format!(
+            "data-parallel on {} devices ({}): {per_device} images each per batch of {}",
+            devices.len(),
+            args.device,
+            args.batch
+        )));
+    }
     on_event(Event::Info(format!(
         "optimizer: {}(lr={}, momentum={}) with {} parameter groups, weight_decay={} ; accumulate {} (nbs {}), \
          warmup {} iterations",
@@ -248,7 +285,7 @@ where
         dataset: val_set,
         cfg: ValConfig {
             imgsz: args.imgsz,
-            batch: args.batch * 2,
+            batch: per_device * 2,
             mode: if args.end2end { DecodeMode::EndToEnd } else { DecodeMode::Nms },
             workers,
             ..ValConfig::default()
@@ -265,6 +302,7 @@ where
         state: st,
         pending,
         loss,
+        devices: devices.to_vec(),
         loader: EpochLoader::new(loader),
         val,
         start,
