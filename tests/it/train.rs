@@ -485,7 +485,7 @@ fn data_parallel_steps_follow_one_device() {
     // (2) two copies of one batch: one device on the global batch, over three SGD steps
     let global = yolo26_data::Batch::concat(&[half.clone(), half]).unwrap();
     let choice = OptimizerChoice::resolve("SGD", 0.001, 0.9, 80, 1).unwrap();
-    let (mut opt1, mut opt2) = (Optimizer::<B>::new(choice.clone(), 5e-4), Optimizer::<B>::new(choice, 5e-4));
+    let (mut opt1, mut opt2) = (Optimizer::<B>::new(choice, 5e-4), Optimizer::<B>::new(choice, 5e-4));
     let [one, two] = twin_models();
     let (mut one, mut two) = (wrap(one), wrap(two));
     for step in 0..3 {
