@@ -210,8 +210,7 @@ impl C3k2Config {
 impl<B: crate::YoloBackend> C3k2<B> {
     /// `[B, H, W, c1] → [B, H, W, c2]`.
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
-        let y = self.cv1.forward(x);
-        let mut ys = y.chunk(2, 3);
+        let mut ys = self.cv1.forward_chunks(x, 2);
         for block in &self.m {
             let last = ys.last().expect("chunk gives two tensors").clone();
             ys.push(block.forward(last));

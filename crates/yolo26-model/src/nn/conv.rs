@@ -171,6 +171,42 @@ impl<B: YoloBackend> Conv<B> {
     }
 }
 
+impl<B: YoloBackend> Conv<B> {
+    /// [`Conv::forward`] followed by `chunk(n, 3)` (the output's channels in `n` equal parts), as C3k2 uses its
+    /// `cv1`. A folded conv without groups computes each part as a convolution of its own (the weight's and bias's
+    /// rows of that part: views, no copy), so every part is a contiguous tensor: the chunk views of one output made
+    /// the next conv's input and the bottleneck's residual add walk strided memory (9 % of a CPU forward,
+    /// `perf`, 2026-12-07). Otherwise (training, BatchNorm not folded) the output is chunked. Same values either way.
+    pub fn forward_chunks(&self, x: Tensor<B, 4>, n: usize) -> Vec<Tensor<B, 4>> {
+        let [co, _, _, _] = self.conv.weight.dims();
+        if self.bn.is_some() || self.conv.groups != 1 || n <= 1 || !co.is_multiple_of(n) {
+            return self.forward(x).chunk(n, 3);
+        }
+        let act = if self.act { Activation::Silu } else { Activation::None };
+        let (top, left) = match self.conv.padding {
+            PaddingConfig2d::Explicit(top, left, bottom, right) if top == bottom && left == right => (top, left),
+            _ => return self.forward(x).chunk(n, 3),
+        };
+        let spec = Conv2dSpec {
+            stride: self.conv.stride,
+            padding: [top, left],
+            dilation: self.conv.dilation,
+            groups: 1,
+            activation: act,
+            math: conv_math(),
+        };
+        let w = weight_to_ohwi(self.conv.weight.val());
+        let b = self.conv.bias.as_ref().map(|b| b.val());
+        let part = co / n;
+        (0..n)
+            .map(|i| {
+                let r = i * part..(i + 1) * part;
+                conv2d_nhwc(x.clone(), w.clone().slice(r.clone()), b.clone().map(|b| b.slice(r)), spec)
+            })
+            .collect()
+    }
+}
+
 impl<B: Backend> Conv<B> {
     /// Folds the BatchNorm into the convolution (`w' = w·γ/√(var+eps)`, `b' = (b − mean)·γ/√(var+eps) + β`),
     /// as `fuse_conv_and_bn` does for inference. A no-op when already folded.
