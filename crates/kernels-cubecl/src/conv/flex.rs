@@ -237,7 +237,7 @@ fn silu(v: f32) -> f32 {
 /// the exponent bits. `x` is clamped to `[-87.3, 88]` (`2ⁿ` stays a normal number; SiLU of `v < −88` is then
 /// `v / (1 + e⁸⁸) ≈ −5·10⁻³⁷` instead of `−0`).
 #[inline(always)]
-pub(super) fn exp(x: f32) -> f32 {
+pub(crate) fn exp(x: f32) -> f32 {
     const MAGIC: f32 = 12_582_912.0; // 1.5·2²³: adding and subtracting it rounds to an integer (ties to even)
     let x = x.clamp(-87.336_54, 88.0);
     let t = x * std::f32::consts::LOG2_E + MAGIC;

@@ -17,7 +17,7 @@
 //!   gradients), the activation is Burn's differentiable `silu` after it.
 mod autodiff;
 pub(crate) mod cube;
-mod flex;
+pub(crate) mod flex;
 mod flex_grad;
 mod fusion;
 pub(crate) mod kernels;

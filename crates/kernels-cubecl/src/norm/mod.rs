@@ -16,11 +16,13 @@
 //! dβ = Σ dz,  dγ = Σ dz·x̂,  dx = (γ/σ)·(dz − dβ/n − x̂·dγ/n)                     (Σ over the n rows)
 //! ```
 //!
-//! Implementations ([`NormBackend`]): the forward is Burn's tensor ops on every backend (the statistics through
+//! Implementations ([`NormBackend`]): `Flex` runs both passes as loops over the rows (`flex.rs`, f32); elsewhere
+//! the forward is Burn's tensor ops (the statistics through
 //! [`crate::conv::reduce_rows`], the elementwise part fused by `Fusion`), identical to the formula it replaces;
 //! `Autodiff<B, C>` records one backward step whose body is [`reference::backward`] (three fused elementwise
 //! passes and two staged reductions on `Fusion`).
 mod autodiff;
+mod flex;
 pub mod reference;
 
 #[cfg(test)]
@@ -70,7 +72,6 @@ pub trait NormBackend: Backend {
 
 impl<R: CubeRuntime, F: FloatElement, I: IntElement, BT: BoolElement> NormBackend for CubeBackend<R, F, I, BT> {}
 impl<B: FusionBackend> NormBackend for Fusion<B> {}
-impl NormBackend for burn::backend::Flex {}
 
 fn float<B: Backend, const D: usize>(t: Tensor<B, D>) -> FloatTensor<B> {
     t.into_primitive().tensor()

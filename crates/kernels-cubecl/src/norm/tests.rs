@@ -1,7 +1,7 @@
 //! The training BatchNorm op against float64 loops (`naive`): forward (output and statistics) and the gradients of
 //! `Σ y·r` for `x`, `γ`, `β`, with and without SiLU, on `Flex` (f64, f32) and on wgpu (`Autodiff<Fusion>` and
-//! `Autodiff<CubeBackend>`, rows staged as the model stages them). The forward is also checked bit for bit
-//! against the tensor-op formula the model used before this op (`old_formula`).
+//! `Autodiff<CubeBackend>`, rows staged as the model stages them). Flex's forward is also checked against the
+//! tensor-op formula the model used before this op (`old_formula`).
 use burn::backend::{Autodiff, Flex};
 use burn::tensor::{backend::AutodiffBackend, backend::Backend, DType, Tensor};
 
@@ -67,7 +67,8 @@ fn naive(k: &Case, spec: BatchNormSpec) -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f6
     (y, mean, var, dx, dg, db)
 }
 
-const SHAPES: [[usize; 4]; 3] = [[2 * 5 * 7, 1, 1, 6], [6, 4, 3, 5], [3, 8, 4, 16]];
+/// (the last: more rows than one of Flex's parallel blocks)
+const SHAPES: [[usize; 4]; 4] = [[2 * 5 * 7, 1, 1, 6], [6, 4, 3, 5], [3, 8, 4, 16], [2 * 20 * 20, 1, 1, 6]];
 
 fn specs() -> [BatchNormSpec; 2] {
     [
@@ -124,19 +125,21 @@ fn norm_reference_f64() {
     check::<Autodiff<Flex>>(&Default::default(), DType::F64, 10, 1e-7);
 }
 
+/// Flex's loops (`flex.rs`) against the f64 loops, and against the tensor-op formula the model used before this op
+/// (which the other backends still run): equal to f32 rounding.
 #[test]
 fn norm_flex_f32_and_the_old_formula() {
     check::<Autodiff<Flex>>(&Default::default(), DType::F32, 20, 2e-5);
     let device = Default::default();
     for spec in specs() {
-        let k = case([4, 3, 5, 7], 30);
+        let k = case([4, 30, 5, 7], 30);
         let x = tensor::<Flex, 4>(&k.x, k.shape, DType::F32, &device);
         let g = tensor::<Flex, 1>(&k.gamma, [7], DType::F32, &device);
         let b = tensor::<Flex, 1>(&k.beta, [7], DType::F32, &device);
         let (y, _, _) = batch_norm_train(x.clone(), g.clone(), b.clone(), spec);
         let old = old_formula(x, g, b, spec);
-        let (y, old) = (to_vec(y), to_vec(old));
-        assert!(y.iter().zip(&old).all(|(a, b)| a.to_bits() == b.to_bits()), "{spec:?}: forward changed");
+        let old: Vec<f64> = to_vec(old).into_iter().map(f64::from).collect();
+        assert_close(&format!("{spec:?}: the old formula"), &to_vec(y), &old, 2e-6);
     }
 }
 
