@@ -36,17 +36,17 @@ impl NormBackend for Flex {
         let xs: &[f32] = x.as_slice().expect("contiguous f32");
         let (g, b): (&[f32], &[f32]) = (gamma.as_slice().expect("f32"), beta.as_slice().expect("f32"));
         let n = if c == 0 { 0 } else { xs.len() / c };
-        let mean: Vec<f32> = column_sums(xs, c, |_, v| v as f64).iter().map(|s| (s / n as f64) as f32).collect();
-        let var: Vec<f32> =
-            column_sums(xs, c, |j, v| ((v - mean[j]) as f64).powi(2)).iter().map(|s| (s / n as f64) as f32).collect();
-        let inv: Vec<f32> = var.iter().map(|v| 1.0 / (v + spec.epsilon as f32).sqrt()).collect();
+        let zero = vec![0f32; c];
+        let mean: Vec<f32> = column_sums(xs, c, &zero, false).iter().map(|s| (s / n as f64) as f32).collect();
+        let var: Vec<f32> = column_sums(xs, c, &mean, true).iter().map(|s| (s / n as f64) as f32).collect();
+        // γ/σ per channel: z = (x − μ)·k + β
+        let k: Vec<f32> = var.iter().zip(g).map(|(v, g)| g / (v + spec.epsilon as f32).sqrt()).collect();
         let mut y = vec![0f32; xs.len()];
         if c > 0 {
             y.par_chunks_mut(ROWS * c).zip(xs.par_chunks(ROWS * c)).for_each(|(yr, xr)| {
                 for (yrow, xrow) in yr.chunks_exact_mut(c).zip(xr.chunks_exact(c)) {
-                    for j in 0..c {
-                        let z = (xrow[j] - mean[j]) * inv[j] * g[j] + b[j];
-                        yrow[j] = activate(z, spec.activation);
+                    for ((((y, &v), &m), &k), &b) in yrow.iter_mut().zip(xrow).zip(&mean).zip(&k).zip(b) {
+                        *y = activate((v - m) * k + b, spec.activation);
                     }
                 }
             });
@@ -78,7 +78,6 @@ impl NormBackend for Flex {
         let (xs, dys): (&[f32], &[f32]) = (x.as_slice().expect("f32"), dy.as_slice().expect("f32"));
         let n = if c == 0 { 0 } else { xs.len() / c };
         let inv: Vec<f32> = var.iter().map(|v| 1.0 / (v + spec.epsilon as f32).sqrt()).collect();
-        let xhat = |j: usize, v: f32| (v - mu[j]) * inv[j];
         // pass 1: dz (into the output buffer) and, per block, Σdz and Σdz·x̂
         let mut dx = vec![0f32; xs.len()];
         let partials: Vec<Vec<f64>> = if c == 0 {
@@ -87,19 +86,23 @@ impl NormBackend for Flex {
             dx.par_chunks_mut(ROWS * c)
                 .zip(xs.par_chunks(ROWS * c).zip(dys.par_chunks(ROWS * c)))
                 .map(|(dzr, (xr, dyr))| {
-                    let mut s = vec![0f64; 2 * c];
+                    let (mut sb, mut sg) = (vec![0f64; c], vec![0f64; c]);
                     for ((dzrow, xrow), dyrow) in
                         dzr.chunks_exact_mut(c).zip(xr.chunks_exact(c)).zip(dyr.chunks_exact(c))
                     {
-                        for j in 0..c {
-                            let h = xhat(j, xrow[j]);
-                            let dz = dyrow[j] * activate_grad(h * g[j] + b[j], spec.activation);
-                            dzrow[j] = dz;
-                            s[j] += dz as f64;
-                            s[c + j] += (dz * h) as f64;
+                        let per_channel = mu.iter().zip(&inv).zip(&g).zip(&b);
+                        let acc = sb.iter_mut().zip(sg.iter_mut());
+                        for (((dz, (&v, &dy)), (((&m, &i), &g), &b)), (sb, sg)) in
+                            dzrow.iter_mut().zip(xrow.iter().zip(dyrow)).zip(per_channel).zip(acc)
+                        {
+                            let h = (v - m) * i;
+                            *dz = dy * activate_grad(h * g + b, spec.activation);
+                            *sb += *dz as f64;
+                            *sg += (*dz * h) as f64;
                         }
                     }
-                    s
+                    sb.extend(sg);
+                    sb
                 })
                 .collect()
         };
@@ -114,11 +117,13 @@ impl NormBackend for Flex {
         // pass 2: dx = (γ/σ)·(dz − dβ/n − x̂·dγ/n), in place
         if c > 0 {
             let nf = n as f32;
+            let (db_n, dg_n): (Vec<f32>, Vec<f32>) = dbeta.iter().zip(&dgamma).map(|(b, g)| (b / nf, g / nf)).unzip();
+            let k: Vec<f32> = g.iter().zip(&inv).map(|(g, i)| g * i).collect();
             dx.par_chunks_mut(ROWS * c).zip(xs.par_chunks(ROWS * c)).for_each(|(dr, xr)| {
                 for (drow, xrow) in dr.chunks_exact_mut(c).zip(xr.chunks_exact(c)) {
-                    for j in 0..c {
-                        let h = xhat(j, xrow[j]);
-                        drow[j] = (drow[j] - dbeta[j] / nf - h * (dgamma[j] / nf)) * (g[j] * inv[j]);
+                    let per_channel = mu.iter().zip(&inv).zip(&db_n).zip(&dg_n).zip(&k);
+                    for ((d, &v), ((((&m, &i), &db), &dg), &k)) in drow.iter_mut().zip(xrow).zip(per_channel) {
+                        *d = (*d - db - (v - m) * i * dg) * k;
                     }
                 }
             });
@@ -152,9 +157,9 @@ fn activate_grad(z: f32, act: Activation) -> f32 {
     }
 }
 
-/// `Σ_rows f(j, x[row, j])` per channel `j` of the row-major `[n, c]` `xs`, in f64: blocks of [`ROWS`] rows in
-/// parallel, then the blocks' sums in order.
-fn column_sums(xs: &[f32], c: usize, f: impl Fn(usize, f32) -> f64 + Sync) -> Vec<f64> {
+/// `Σ_rows (x[row, j] − m[j])` per channel `j` of the row-major `[n, c]` `xs` (its square with `square`), in
+/// f64: blocks of [`ROWS`] rows in parallel, then the blocks' sums in order.
+fn column_sums(xs: &[f32], c: usize, m: &[f32], square: bool) -> Vec<f64> {
     if c == 0 {
         return Vec::new();
     }
@@ -163,8 +168,9 @@ fn column_sums(xs: &[f32], c: usize, f: impl Fn(usize, f32) -> f64 + Sync) -> Ve
         .map(|block| {
             let mut s = vec![0f64; c];
             for row in block.chunks_exact(c) {
-                for (j, (acc, &v)) in s.iter_mut().zip(row).enumerate() {
-                    *acc += f(j, v);
+                for ((acc, &v), &m) in s.iter_mut().zip(row).zip(m) {
+                    let d = (v - m) as f64;
+                    *acc += if square { d * d } else { d };
                 }
             }
             s
