@@ -554,3 +554,149 @@ fn data_parallel_run_on_two_cpu_workers_resumes() {
     let e = train_on::<Autodiff<B>>(odd, &devs, None, Ui::Quiet, |_| {}).unwrap_err();
     assert!(e.contains("--batch 5") && e.contains("2 devices"), "{e}");
 }
+
+/// Mixed precision (`--amp`, [`yolo26_train::amp`]) on one step of the calibrated model: (1) f16 activations with
+/// f32 parameters give the f32 step's loss items and gradients (the scaled gradients divided by the scale) to
+/// f16's precision; (2) `step_scaled` equals the plain step on the unscaled gradients; (3) an infinite gradient
+/// skips the step, parameters and optimizer state untouched; (4) a short `--amp` run trains, saves the scaler
+/// in its state and resumes from it.
+#[test]
+fn amp_step_follows_f32_and_skips_infinite_gradients() {
+    use burn::module::AutodiffModule;
+    use burn::train::TrainStep;
+    use yolo26_train::amp::{GradScaler, SharedScaler};
+    use yolo26_train::learner::{LossControl, YoloTrainModel};
+    use yolo26_train::optim::accumulate_grads;
+    use yolo26_train::params::named_tensors;
+    use yolo26_train::LossGains;
+    type AB = Autodiff<B>;
+    let batch = first_batch("synthetic:8@5", 4);
+    let f32_loss = LossControl::new(80, 2, LossGains::default());
+    let scaler = SharedScaler::new(GradScaler::default());
+    let amp_loss = f32_loss.clone().with_scaler(Some(scaler.clone()));
+    let [a, b] = twin_models();
+    let (a, b) = (YoloTrainModel { model: a, loss: f32_loss }, YoloTrainModel { model: b, loss: amp_loss });
+    let grads_of = |m: &YoloTrainModel<AB>, g: burn::optim::GradientsParams| {
+        let mut acc = HashMap::new();
+        accumulate_grads::<AB, _>(&m.model, g, &mut acc);
+        acc
+    };
+    // (1a) one layer: a Conv (+ BatchNorm + SiLU, training mode) of the calibrated model on f16 activations against
+    // f32: output and parameter gradients of a fixed linear loss to f16 storage's rounding (the convolution
+    // accumulates in f32 on every backend)
+    use burn::tensor::{DType, Distribution};
+    let dev = burn::backend::flex::FlexDevice;
+    let [p, q] = twin_models();
+    <AB as Backend>::seed(&dev, 7);
+    let x = Tensor::<AB, 4>::random([2, 32, 32, 16], Distribution::Normal(0.0, 1.0), &dev);
+    let linear = |y: Tensor<AB, 4>, w: &Tensor<AB, 4>| (y.cast(DType::F32) * w.clone()).sum();
+    let y32 = p.layer1.forward(x.clone());
+    let w = Tensor::<AB, 4>::random(y32.dims(), Distribution::Normal(0.0, 1.0), &dev);
+    let y16 = q.layer1.forward(x.clone().cast(DType::F16));
+    assert_eq!(y16.dtype(), DType::F16);
+    let rel = |a: Tensor<AB, 4>, b: Tensor<AB, 4>| {
+        let b = b.cast(DType::F32);
+        ((a.clone() - b).square().sum().sqrt() / a.square().sum().sqrt()).into_scalar()
+    };
+    assert!(rel(y32.clone(), y16.clone()) <= 1e-3, "Conv output: {}", rel(y32.clone(), y16.clone()));
+    let (g32, g16) = (linear(y32, &w).backward(), linear(y16, &w).backward());
+    let (a32, a16) = (p.layer1.conv.weight.grad(&g32).unwrap(), q.layer1.conv.weight.grad(&g16).unwrap());
+    assert_eq!(a16.dtype(), DType::F32, "the f32 parameter gets an f32 gradient");
+    let d = ((a32.clone() - a16).square().sum().sqrt() / a32.square().sum().sqrt()).into_scalar();
+    assert!(d <= 1e-2, "Conv weight gradient: {d}");
+    let bn = |m: &yolo26_model::Yolo26<AB>, g: &<AB as burn::tensor::backend::AutodiffBackend>::Gradients| {
+        let b = m.layer1.bn.as_ref().unwrap();
+        (b.gamma.grad(g).unwrap(), b.beta.grad(g).unwrap())
+    };
+    let ((ga, ba), (gb, bb)) = (bn(&p, &g32), bn(&q, &g16));
+    for (a, b, what) in [(ga, gb, "gamma"), (ba, bb, "beta")] {
+        assert_eq!(b.dtype(), DType::F32);
+        let d = ((a.clone() - b).square().sum().sqrt() / a.square().sum().sqrt()).into_scalar();
+        assert!(d <= 1e-2, "BatchNorm {what} gradient: {d}");
+    }
+
+    // (1b) the whole training step: loss items close to f32's (the scaled gradients overflow f16 at the initial
+    // scale here: back off as the scaler does until they are finite)
+    let oa = a.step(batch.clone());
+    let ga = grads_of(&a, oa.grads);
+    let finite = |g: &HashMap<String, Tensor<B, 1>>| g.values().all(|t| t.clone().is_finite().all().into_scalar());
+    let mut tries = 0;
+    let (ob, gb) = loop {
+        let out = b.step(batch.clone());
+        let item = out.item;
+        let gb = grads_of(&b, out.grads);
+        let ok = finite(&gb);
+        scaler.lock().update(!ok);
+        if ok {
+            break (item, gb);
+        }
+        tries += 1;
+        assert!(tries < 24, "no finite amp gradients down to scale {}", scaler.scale());
+    };
+    let scale = scaler.scale();
+    assert!(scale < GradScaler::INIT_SCALE && tries > 0, "backed off to {scale}");
+    for (x, y) in oa.item.items.iter().zip(&ob.items) {
+        assert!((x - y).abs() <= 2e-2 * x.abs(), "loss items f32 {:?} vs amp {:?}", oa.item, ob);
+    }
+    let unscaled: HashMap<_, _> = gb.iter().map(|(k, v)| (k.clone(), v.clone().div_scalar(scale))).collect();
+    // through the ~100 layers of a random-init network f16 storage's rounding grows (raw outputs 0.6 % apart, the
+    // early convs' weight gradients ~10 %); layer by layer it is (1a)'s
+    let (total, worst, at) = map_difference(&ga, &unscaled, 1e-3);
+    assert!(total <= 0.25, "amp gradients vs f32: {total:e} overall, {worst:e} at {at}");
+
+    // (2) step_scaled(g·s, s) == step(g), with clipping at norm 10 (AdamW, as auto picks for short runs)
+    let choice = OptimizerChoice::resolve("AdamW", 0.001, 0.9, 80, 1).unwrap();
+    let (mut o1, mut o2) = (Optimizer::<B>::new(choice, 5e-4), Optimizer::<B>::new(choice, 5e-4));
+    let [m1, m2] = twin_models();
+    let (m1, _) = o1.step::<AB, _>(m1, unscaled.clone());
+    let (m2, norm, applied) = o2.step_scaled::<AB, _>(m2, gb.clone(), scale);
+    assert!(applied && norm.is_some());
+    let (total, worst, at) = map_difference(&named_tensors(&m1.valid()), &named_tensors(&m2.valid()), 0.0);
+    assert!(total <= 1e-7 && worst <= 1e-6, "step_scaled vs step: {total:e} overall, {worst:e} at {at}");
+
+    // (3) an infinite gradient: no update, the state as before; the next finite step is the one a fresh
+    // optimizer takes after the first
+    let mut bad = gb.clone();
+    let key = bad.keys().find(|k| k.ends_with("model.0.conv.weight")).unwrap().clone();
+    let n = bad[&key].dims()[0];
+    bad.insert(key, Tensor::<B, 1>::full([n], f32::INFINITY, &Default::default()));
+    let before = named_tensors(&m2.valid());
+    let (m2, _, applied) = o2.step_scaled::<AB, _>(m2, bad, scale);
+    assert!(!applied, "a step with an infinite gradient is skipped");
+    let (total, _, _) = map_difference(&before, &named_tensors(&m2.valid()), 0.0);
+    assert_eq!(total, 0.0, "skipped step left the parameters");
+    let (m1, _) = o1.step::<AB, _>(m1, unscaled.clone());
+    let (m2, _, applied) = o2.step_scaled::<AB, _>(m2, gb, scale);
+    assert!(applied);
+    let (total, worst, at) = map_difference(&named_tensors(&m1.valid()), &named_tensors(&m2.valid()), 0.0);
+    assert!(total <= 1e-6, "second step after a skipped one: {total:e} overall, {worst:e} at {at}");
+
+    // (4) a two-epoch run with --amp, and the same run resumed from its state after the first epoch: the scaler
+    // is saved, and the second epoch's losses are the unbroken run's
+    let tmp = tempfile::tempdir().unwrap();
+    let dev = Default::default();
+    let (full, killed) = (tmp.path().join("full"), tmp.path().join("killed"));
+    let (full2, killed2) = (full.clone(), killed.clone());
+    let a = train::<Autodiff<B>>(TrainArgs { amp: true, ..args(&full) }, &dev, None, Ui::Quiet, move |ev| {
+        if let Event::EpochEnd(row) = &ev {
+            if row.epoch == 1 {
+                std::fs::create_dir_all(killed2.join("weights")).unwrap();
+                for f in ["last.state.safetensors", "last.safetensors"] {
+                    std::fs::copy(full2.join("weights").join(f), killed2.join("weights").join(f)).unwrap();
+                }
+            }
+        }
+    })
+    .expect("amp run");
+    assert!(a.rows.iter().all(|r| r.train_loss.iter().all(|v| v.is_finite() && *v > 0.0)), "{:?}", a.rows);
+    let path = killed.join("weights/last.state.safetensors");
+    let st = yolo26_train::trainer::checkpoint::state_of(&std::fs::read(&path).unwrap(), &path).unwrap();
+    assert!(st.args.amp);
+    let sc = st.scaler.expect("the scaler is saved");
+    assert!(sc.scale > 0.0 && (sc.scale < GradScaler::INIT_SCALE || sc.growth_tracker > 0), "{sc:?}");
+    let b = train::<Autodiff<B>>(args(Path::new("unused")), &dev, Some(&killed), Ui::Quiet, |_| {}).expect("resumed");
+    let close = |x: f64, y: f64| (x - y).abs() <= 1e-4 * x.abs().max(y.abs()).max(1e-3);
+    for (x, y) in b.rows[1].train_loss.iter().zip(&a.rows[1].train_loss) {
+        assert!(close(*x, *y), "second-epoch amp losses after resume: {:?} vs {:?}", b.rows[1], a.rows[1]);
+    }
+}

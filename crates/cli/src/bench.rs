@@ -46,7 +46,8 @@ pub struct BenchArgs {
     /// Square input size, a multiple of 32.
     #[arg(long, default_value_t = 640)]
     pub imgsz: usize,
-    /// Inference in f16 (parameters and activations) on tensor cores, as `predict --half`.
+    /// Inference in f16 (parameters and activations) on tensor cores, as `predict --half`; with --train: a
+    /// mixed-precision step as `train --amp` (f16 activations, f32 parameters, scaled loss).
     #[arg(long)]
     pub half: bool,
     /// f32 storage, convolutions on TF32 tensor cores (PyTorch's cuDNN default); GPU backends.
@@ -92,6 +93,7 @@ impl BenchArgs {
     /// The storage / arithmetic label of the rows.
     fn dtype(&self) -> &'static str {
         match (self.half, self.tf32) {
+            (true, _) if self.train => "amp",
             (true, _) => "f16",
             (false, true) => "tf32",
             (false, false) => "f32",
@@ -116,9 +118,6 @@ impl BenchArgs {
         }
         if self.half && self.tf32 {
             bail!("--half and --tf32: pick one (f16 storage already runs on tensor cores)");
-        }
-        if self.train && self.half {
-            bail!("--half with --train: training runs in f32 (mixed-precision training is not implemented)");
         }
         if self.train && self.weights.is_some() {
             bail!("--weights with --train: a training step's speed does not depend on the weights; drop --weights");
@@ -269,6 +268,23 @@ impl TrainJob for BenchArgs {
     }
 }
 
+/// One optimizer step; with a loss scaler (mixed precision) the unscaled / skipped step and the scale update.
+fn optimizer_step<AB: burn::tensor::backend::AutodiffBackend>(
+    opt: &mut yolo26_train::optim::Optimizer<AB::InnerBackend>,
+    scaler: &mut Option<yolo26_train::amp::GradScaler>,
+    m: yolo26_model::Yolo26<AB>,
+    named: std::collections::HashMap<String, Tensor<AB::InnerBackend, 1>>,
+) -> yolo26_model::Yolo26<AB> {
+    match scaler.as_mut() {
+        Some(s) => {
+            let (m, _, applied) = opt.step_scaled::<AB, _>(m, named, s.scale);
+            s.update(!applied);
+            m
+        }
+        None => opt.step::<AB, _>(m, named).0,
+    }
+}
+
 /// Times a training step for each batch size of `args`, handing each result to `emit`.
 fn bench_train<AB>(
     args: &BenchArgs,
@@ -282,9 +298,11 @@ where
 
     use burn::module::AutodiffModule;
     use burn::optim::GradientsParams;
+    use burn::tensor::DType;
+    use yolo26_train::amp::GradScaler;
     use yolo26_train::optim::{accumulate_grads, Optimizer, OptimizerChoice};
     use yolo26_train::params::set_trainable;
-    use yolo26_train::step::{random_targets, train_forward};
+    use yolo26_train::step::{f32_outputs, random_targets, train_forward};
     use yolo26_train::trainer::init_detect_bias;
     use yolo26_train::{E2ELoss, LossGains};
 
@@ -294,21 +312,24 @@ where
     let choice = OptimizerChoice::resolve("SGD", 0.01, 0.937, nc, 0).map_err(anyhow::Error::msg)?;
     let mut opt = Optimizer::<AB::InnerBackend>::new(choice, 0.0005);
     let loss = E2ELoss::new(nc, 100, LossGains::default());
+    // --half: mixed precision as `train --amp` (f16 activations, the loss scaled, the step unscaled or skipped)
+    let mut scaler = args.half.then(GradScaler::default);
     for &batch in &args.batch {
         AB::memory_cleanup(device);
         let images =
             Tensor::<AB, 4>::random([batch, 3, args.imgsz, args.imgsz], Distribution::Uniform(0.0, 1.0), device);
+        let images = if args.half { images.cast(DType::F16) } else { images };
         // 8 boxes per image (COCO averages 7.3), sides 5–45% of the image, as torch_bench.py draws them
         let side = (0.05 * args.imgsz as f32, 0.45 * args.imgsz as f32);
         let gt = random_targets::<AB>(batch, 8, args.imgsz, nc, side, device);
         let (first, times) = time_calls(args, || {
             let m = model.take().context("the model was lost in an earlier step")?;
             let out = train_forward(&m, &loss, images.clone(), &gt);
-            let grads = GradientsParams::from_grads(out.total.backward(), &m);
+            let total = out.total.mul_scalar(scaler.map_or(1.0, |s| s.scale));
+            let grads = GradientsParams::from_grads(total.backward(), &m);
             let mut named = HashMap::new();
             accumulate_grads::<AB, _>(&m, grads, &mut named);
-            let (m, _) = opt.step::<AB, _>(m, named);
-            model = Some(m);
+            model = Some(optimizer_step::<AB>(&mut opt, &mut scaler, m, named));
             sync::<AB>(device)
         })?;
         emit(row(args, batch, first, &times, memory_reserved(device)))?;
@@ -327,19 +348,19 @@ where
                 let feats = m.forward_features(images.clone());
                 mark(&mut marks)?;
                 let shapes = yolo26_model::nn::head::feature_shapes(&feats);
-                let o2m = m.layer23.forward_one2many(&feats);
+                let o2m = f32_outputs(m.layer23.forward_one2many(&feats));
                 let detached: Vec<_> = feats.iter().map(|f| f.clone().detach()).collect();
-                let o2o = m.layer23.forward_one2one(&detached);
+                let o2o = f32_outputs(m.layer23.forward_one2one(&detached));
                 mark(&mut marks)?;
                 let anchors = yolo26_model::postprocess::Anchors::<AB>::new(&shapes, device);
                 let out = loss.forward(&o2m, &o2o, &anchors, &gt);
                 mark(&mut marks)?;
-                let grads = GradientsParams::from_grads(out.total.backward(), &m);
+                let total = out.total.mul_scalar(scaler.map_or(1.0, |s| s.scale));
+                let grads = GradientsParams::from_grads(total.backward(), &m);
                 let mut named = HashMap::new();
                 accumulate_grads::<AB, _>(&m, grads, &mut named);
                 mark(&mut marks)?;
-                let (m, _) = opt.step::<AB, _>(m, named);
-                model = Some(m);
+                model = Some(optimizer_step::<AB>(&mut opt, &mut scaler, m, named));
                 mark(&mut marks)?;
                 for (v, w) in phases.iter_mut().zip(marks.windows(2)) {
                     v.push((w[1] - w[0]).as_secs_f64() * 1e3);

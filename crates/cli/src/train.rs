@@ -84,6 +84,10 @@ pub struct TrainCliArgs {
     /// fp32); exact f32 otherwise.
     #[arg(long)]
     pub tf32: bool,
+    /// Mixed precision (ultralytics amp=True): f16 activations and tensor-core convolutions, f32 parameters,
+    /// BatchNorm statistics and loss, dynamic loss scaling (torch's GradScaler). Off by default (exact f32).
+    #[arg(long, conflicts_with = "tf32")]
+    pub amp: bool,
     /// Run directory; an existing one gets a number appended (runs/train, runs/train2, ...).
     #[arg(long, default_value = "runs/train")]
     pub project: PathBuf,
@@ -133,6 +137,7 @@ impl TrainCliArgs {
             exist_ok: self.exist_ok,
             device: self.devices.clone().unwrap_or_else(|| self.device.clone()),
             tf32: self.tf32,
+            amp: self.amp,
             profile: self.profile,
             ..TrainArgs::default()
         }

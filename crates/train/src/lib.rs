@@ -3,6 +3,7 @@
 //! from the fused CubeCL ops of `kernels-cubecl` (box decode, assignment, box loss, one-hot BCE); one loss branch
 //! runs as a single op (`kernels_cubecl::branch_loss`); on every backend and under Autodiff ([`TrainBackend`]); and validation
 //! with ultralytics' validator semantics ([`val`]).
+pub mod amp;
 pub mod assigner;
 mod backend;
 pub mod ema;

@@ -3,8 +3,9 @@
 //! `E2ELoss` (ultralytics `DetectionModel.loss(batch, preds)`).
 
 use burn::prelude::*;
-use burn::tensor::TensorData;
+use burn::tensor::{DType, TensorData};
 use yolo26_data::Batch;
+use yolo26_model::nn::head::HeadOutput;
 use yolo26_model::postprocess::Anchors;
 use yolo26_model::Yolo26;
 
@@ -36,7 +37,6 @@ fn images_tensor_in<B: Backend>(
     device: &B::Device,
     chunk_bytes: usize,
 ) -> Tensor<B, 4> {
-    use burn::tensor::DType;
     if !B::supports_dtype(device, DType::U8) {
         return Tensor::from_data(TensorData::new(host_unit_floats(images), shape), device);
     }
@@ -145,10 +145,16 @@ pub fn train_forward<B: TrainBackend>(
     let feats = model.forward_features(images);
     let shapes = yolo26_model::nn::head::feature_shapes(&feats);
     let head = &model.layer23;
-    let o2m = head.forward_one2many(&feats);
+    let o2m = f32_outputs(head.forward_one2many(&feats));
     let detached: Vec<_> = feats.iter().map(|f| f.clone().detach()).collect();
-    let o2o = head.forward_one2one(&detached);
+    let o2o = f32_outputs(head.forward_one2one(&detached));
     loss.forward(&o2m, &o2o, &Anchors::<B>::new(&shapes, &device), gt)
+}
+
+/// A head's raw outputs in f32 (mixed precision: the loss, the assignment included, runs in f32, as under
+/// torch.autocast where ultralytics' loss casts `pred_scores`/`pred_distri` up); a no-op for f32 outputs.
+pub fn f32_outputs<B: Backend>(o: HeadOutput<B>) -> HeadOutput<B> {
+    HeadOutput { boxes: o.boxes.cast(DType::F32), scores: o.scores.cast(DType::F32) }
 }
 
 #[cfg(test)]

@@ -10,11 +10,13 @@ use std::sync::Arc;
 use burn::module::AutodiffModule;
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::DType;
 use burn::train::{InferenceStep, ItemLazy, TrainOutput, TrainStep};
 use yolo26_data::{Batch, Dataset};
 use yolo26_model::{Yolo26, YoloBackend};
 
 use super::profile::Phase;
+use crate::amp::SharedScaler;
 use crate::backend::TrainBackend;
 use crate::loss::{E2ELoss, LossGains};
 use crate::step::{batch_targets, images_tensor, train_forward};
@@ -22,17 +24,27 @@ use crate::val::{validate, ValConfig, ValReport};
 
 /// The loss settings of a run and the current epoch, shared between the learning strategy (which sets the epoch)
 /// and every clone of the model (whose train step builds `E2ELoss` with that epoch's ProgLoss weights).
+/// With a loss scaler, the run trains in mixed precision ([`crate::amp`]): f16 activations, the loss multiplied
+/// by the scaler's scale before the backward.
 #[derive(Clone, Debug)]
 pub struct LossControl {
     pub num_classes: usize,
     pub epochs: usize,
     pub gains: LossGains,
     epoch: Arc<AtomicUsize>,
+    /// `Some` in mixed precision (`yolo26 train --amp`), shared with the optimizer.
+    pub scaler: Option<SharedScaler>,
 }
 
 impl LossControl {
     pub fn new(num_classes: usize, epochs: usize, gains: LossGains) -> Self {
-        LossControl { num_classes, epochs, gains, epoch: Arc::new(AtomicUsize::new(0)) }
+        LossControl { num_classes, epochs, gains, epoch: Arc::new(AtomicUsize::new(0)), scaler: None }
+    }
+
+    /// Mixed precision with this scaler (`None`: f32).
+    pub fn with_scaler(mut self, scaler: Option<SharedScaler>) -> Self {
+        self.scaler = scaler;
+        self
     }
 
     /// Sets the 0-based epoch whose ProgLoss weights the next train steps use.
@@ -111,6 +123,8 @@ impl<B: AutodiffBackend + TrainBackend> YoloTrainModel<B> {
         let device = self.model.devices()[0].clone();
         // (by reference: the batch's buffer goes back to the loader when the batch is dropped)
         let images = images_tensor::<B>(&batch.images, batch.shape, &device);
+        // mixed precision: f16 activations from the input on (the parameters are cast where they are used)
+        let images = if self.loss.scaler.is_some() { images.cast(DType::F16) } else { images };
         let gt = batch_targets::<B>(&batch, &device);
         mark(Phase::Upload);
         let out = train_forward(&self.model, &self.loss.loss(), images, &gt);
@@ -120,7 +134,11 @@ impl<B: AutodiffBackend + TrainBackend> YoloTrainModel<B> {
         mark(Phase::Forward);
         // the backward is queued before the items are read back, so the host records it while the device still
         // runs the forward (reading first made the host wait for the forward, then the device for the host)
-        let grads = out.total.backward();
+        let total = match &self.loss.scaler {
+            Some(scaler) => out.total.mul_scalar(scaler.scale()),
+            None => out.total,
+        };
+        let grads = total.backward();
         let items = items.into_data().convert::<f64>().to_vec::<f64>().unwrap_or_default();
         let items = [0, 1, 2].map(|i| items.get(i).copied().unwrap_or(f64::NAN));
         mark(Phase::Backward);

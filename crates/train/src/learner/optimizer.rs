@@ -14,18 +14,47 @@ use burn::optim::{GradientsParams, LearningRate, MultiGradientsParams};
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 
+use yolo26_model::Yolo26;
+
 use super::model::YoloTrainModel;
+use crate::amp::SharedScaler;
 use crate::optim::{accumulate_grads, Optimizer};
 
-/// A shared handle on the run's optimizer (clones share the state).
+/// A shared handle on the run's optimizer (clones share the state), and the run's loss scaler when it trains in
+/// mixed precision (the gradients then come from a scaled loss: [`crate::amp`]).
 #[derive(Clone)]
 pub struct YoloOptimizer<B: Backend> {
     inner: Arc<Mutex<Optimizer<B>>>,
+    scaler: Option<SharedScaler>,
 }
 
 impl<B: Backend> YoloOptimizer<B> {
     pub fn new(opt: Optimizer<B>) -> Self {
-        YoloOptimizer { inner: Arc::new(Mutex::new(opt)) }
+        YoloOptimizer { inner: Arc::new(Mutex::new(opt)), scaler: None }
+    }
+
+    /// With the loss scaler of a mixed-precision run: each step unscales, skips on an infinite gradient and
+    /// updates the scale (torch `scaler.step(opt)`, `scaler.update()`).
+    pub fn with_scaler(mut self, scaler: Option<SharedScaler>) -> Self {
+        self.scaler = scaler;
+        self
+    }
+
+    /// One optimizer step with `named` gradients (scaled ones when the run has a scaler).
+    fn apply<AB: AutodiffBackend<InnerBackend = B>>(
+        &self,
+        model: Yolo26<AB>,
+        named: HashMap<String, Tensor<B, 1>>,
+    ) -> Yolo26<AB> {
+        match &self.scaler {
+            None => self.inner().step::<AB, _>(model, named).0,
+            Some(scaler) => {
+                let scale = scaler.scale();
+                let (model, _norm, applied) = self.inner().step_scaled::<AB, _>(model, named, scale);
+                scaler.lock().update(!applied);
+                model
+            }
+        }
     }
 
     /// The optimizer (groups, per-parameter state). A poisoned lock (a panic while stepping) still gives the
@@ -41,8 +70,7 @@ impl<AB: AutodiffBackend> burn::optim::Optimizer<YoloTrainModel<AB>, AB> for Yol
     fn step(&mut self, _lr: LearningRate, module: YoloTrainModel<AB>, grads: GradientsParams) -> YoloTrainModel<AB> {
         let mut named = HashMap::new();
         accumulate_grads::<AB, _>(&module.model, grads, &mut named);
-        let (model, _norm) = self.inner().step::<AB, _>(module.model, named);
-        YoloTrainModel { model, loss: module.loss }
+        YoloTrainModel { model: self.apply(module.model, named), loss: module.loss }
     }
 
     /// Gradients of several devices are averaged on the model's device (PyTorch DDP's all-reduce mean), then
@@ -61,8 +89,7 @@ impl<AB: AutodiffBackend> burn::optim::Optimizer<YoloTrainModel<AB>, AB> for Yol
             accumulate_grads::<AB, _>(&module.model, g, &mut named);
         }
         let named = named.into_iter().map(|(k, v)| (k, v.div_scalar(parts))).collect();
-        let (model, _norm) = self.inner().step::<AB, _>(module.model, named);
-        YoloTrainModel { model, loss: module.loss }
+        YoloTrainModel { model: self.apply(module.model, named), loss: module.loss }
     }
 
     fn to_record(&self) -> Self::Record {}

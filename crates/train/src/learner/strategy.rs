@@ -278,6 +278,7 @@ where
             }
             self.state.epoch = epoch;
             self.state.ema_updates = self.ema.updates;
+            self.state.scaler = self.loss.scaler.as_ref().map(|s| s.get());
             let (rec, optim_tensors) = self.optimizer.inner().to_record();
             self.state.optimizer = rec;
             let ema = self.ema.model();

@@ -328,7 +328,40 @@ impl<B: Backend> Optimizer<B> {
     /// Clips the gradients (flattened, by parameter name: [`accumulate_grads`]) to their global norm (if set),
     /// applies one update to every parameter of `model` that has one, and returns the model and the gradient
     /// norm before clipping (`[1]`, on the device; `None` when there were no gradients).
-    pub fn step<AB, M>(&mut self, model: M, mut grads: HashMap<String, Tensor<B, 1>>) -> (M, Option<Tensor<B, 1>>)
+    pub fn step<AB, M>(&mut self, model: M, grads: HashMap<String, Tensor<B, 1>>) -> (M, Option<Tensor<B, 1>>)
+    where
+        AB: AutodiffBackend<InnerBackend = B>,
+        M: AutodiffModule<AB>,
+    {
+        let (model, norm, _) = self.step_inner::<AB, M>(model, grads, None);
+        (model, norm)
+    }
+
+    /// [`Optimizer::step`] for gradients of a loss multiplied by `scale` (mixed precision, [`crate::amp`]): torch's
+    /// `scaler.unscale_(opt)`, `clip_grad_norm_`, `scaler.step(opt)`. The gradients are divided by `scale` (folded
+    /// into the clipping factor; exact for a power of two) and the norm is that of the unscaled gradients. When
+    /// the norm is not finite (an infinite or NaN gradient) nothing is updated and the optimizer state is kept:
+    /// returns `false` (the step was skipped), else `true`. Reads the norm back to the host (a device
+    /// synchronisation, as torch's `found_inf.item()`).
+    pub fn step_scaled<AB, M>(
+        &mut self,
+        model: M,
+        grads: HashMap<String, Tensor<B, 1>>,
+        scale: f64,
+    ) -> (M, Option<Tensor<B, 1>>, bool)
+    where
+        AB: AutodiffBackend<InnerBackend = B>,
+        M: AutodiffModule<AB>,
+    {
+        self.step_inner::<AB, M>(model, grads, Some(scale))
+    }
+
+    fn step_inner<AB, M>(
+        &mut self,
+        model: M,
+        mut grads: HashMap<String, Tensor<B, 1>>,
+        scale: Option<f64>,
+    ) -> (M, Option<Tensor<B, 1>>, bool)
     where
         AB: AutodiffBackend<InnerBackend = B>,
         M: AutodiffModule<AB>,
@@ -342,7 +375,7 @@ impl<B: Backend> Optimizer<B> {
         };
         model.visit(&mut gather);
         if members.is_empty() {
-            return (model, None);
+            return (model, None, true);
         }
         let mut by_group: Vec<Vec<Member<B>>> = (0..self.groups.len()).map(|_| Vec::new()).collect();
         for m in members {
@@ -382,14 +415,33 @@ impl<B: Backend> Optimizer<B> {
                 Plan::Each => ms.iter().for_each(|m| add(&m.grad)),
             }
         }
-        let total = sq.expect("at least one gradient").sqrt();
-        // torch: clip_coef = max_norm / (total_norm + 1e-6), clamped to 1
+        let mut total = sq.expect("at least one gradient").sqrt();
+        if let Some(s) = scale {
+            // the norm of the unscaled gradients (`scale` a power of two: exact); a non-finite one skips the step
+            total = total.div_scalar(s);
+            let norm: f64 = total.clone().into_scalar().elem();
+            if !norm.is_finite() {
+                for ((gi, plan), ms) in plans.into_iter().enumerate().zip(&by_group) {
+                    if let Plan::Flat(_, Some(state)) = plan {
+                        let members = ms.iter().map(|m| (m.name.clone(), m.param.dims()[0])).collect();
+                        self.flat.insert(gi, FlatState { members, state });
+                    }
+                }
+                return (model, Some(total), false);
+            }
+        }
+        // torch: clip_coef = max_norm / (total_norm + 1e-6), clamped to 1; mixed precision: times 1 / scale
         let coef = self
             .max_grad_norm
-            .map(|m| (total.ones_like().mul_scalar(m) / total.clone().add_scalar(1e-6)).clamp_max(1.0));
-        let clip = |g: Tensor<B, 1>| match &coef {
-            Some(c) => g * c.clone(),
-            None => g,
+            .map(|m| (total.ones_like().mul_scalar(m) / total.clone().add_scalar(1e-6)).clamp_max(1.0))
+            .map(|c| match scale {
+                Some(s) => c.div_scalar(s),
+                None => c,
+            });
+        let clip = |g: Tensor<B, 1>| match (&coef, scale) {
+            (Some(c), _) => g * c.clone(),
+            (None, Some(s)) => g.div_scalar(s),
+            (None, None) => g,
         };
         let mut new_values: HashMap<String, Tensor<B, 1>> = HashMap::new();
         for (gi, (plan, ms)) in plans.into_iter().zip(by_group).enumerate() {
@@ -420,7 +472,7 @@ impl<B: Backend> Optimizer<B> {
         }
         let mut put = Put { values: &mut new_values, walk: Walk { path: Vec::new(), f: () } };
         let model = model.map(&mut put);
-        (model, Some(total))
+        (model, Some(total), true)
     }
 }
 

@@ -51,6 +51,14 @@ pub struct TrainState {
     pub names: Vec<String>,
     /// `results.csv` so far.
     pub rows: Vec<super::results::EpochRow>,
+    /// The loss scaler of a mixed-precision run (`amp`), so that a resumed run scales as the unbroken one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scaler: Option<crate::amp::GradScaler>,
+    /// The accumulated gradients (`grad.*`) held an infinite or NaN value (mixed precision, before the optimizer
+    /// step that skips them): saved as zeros, restored with one infinity so that the resumed run skips that step
+    /// too.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pending_non_finite: bool,
 }
 
 /// A model's weights under ultralytics names with `names` in the metadata.
@@ -88,11 +96,17 @@ pub fn save_state<B: Backend>(
     let mut tensors = optim_tensors;
     prefixed(collect_weights(model), "train.", &mut tensors);
     prefixed(collect_weights(ema), "ema.", &mut tensors);
+    let mut non_finite = false;
     for (k, g) in pending_grads {
-        let data = host(g);
+        let mut data = host(g);
+        // (mixed precision: an overflowed gradient waits in the accumulation for the step that will skip it; the
+        // file holds finite values only, so the overflow is a flag that `load_state` turns back into one)
+        for v in data.iter_mut().filter(|v| !v.is_finite()) {
+            (*v, non_finite) = (0.0, true);
+        }
         tensors.insert(format!("grad.{k}"), WeightTensor { shape: vec![data.len()], dtype: FileDType::F32, data });
     }
-    let text = state_text(state)?;
+    let text = state_text(&TrainState { pending_non_finite: non_finite, ..state.clone() })?;
     let map = WeightMap { tensors, ..Default::default() };
     let bytes =
         safetensors_bytes(&map, path, FileDType::F32, &[(STATE_KEY.to_string(), text)]).map_err(|e| e.to_string())?;
@@ -151,6 +165,11 @@ pub fn load_state<B: Backend>(
         let map = parts.remove(which).ok_or_else(|| format!("{}: no '{which}.*' tensors", path.display()))?;
         load_weights(init(), &map).map_err(|e| e.to_string())
     };
+    if state.pending_non_finite {
+        if let Some(g) = pending_grads.values_mut().next() {
+            *g = g.clone().slice_fill(0..1, f32::INFINITY);
+        }
+    }
     let model = load("train")?;
     let ema = load("ema")?;
     Ok(Restored { state, model, ema, optim_tensors, pending_grads })
@@ -190,6 +209,8 @@ mod tests {
                 metrics: Some([awkward[0], 0.0, awkward[3], 1.0]),
                 lr: awkward.to_vec(),
             }],
+            scaler: Some(crate::amp::GradScaler { scale: 2048.0, growth_tracker: 1999 }),
+            pending_non_finite: true,
         };
         let back = parse_state(&state_text(&state).unwrap(), Path::new("x")).unwrap();
         assert_eq!(back, state);

@@ -59,6 +59,11 @@ pub struct TrainArgs {
     /// precision ultralytics trains at in fp32 (PyTorch's cuDNN default `allow_tf32 = True`). `false`: exact f32.
     #[serde(default)]
     pub tf32: bool,
+    /// Mixed precision (ultralytics `amp`, torch.autocast + GradScaler): f16 activations and convolutions on tensor
+    /// cores, f32 parameters, BatchNorm statistics and loss, the loss scaled ([`crate::amp`]). `false` (the
+    /// default here; ultralytics' default is `true` on CUDA): f32, or TF32 with `tf32`.
+    #[serde(default)]
+    pub amp: bool,
     /// Print where each epoch's step time goes (device-synchronised phases, slower; `yolo26 train --profile`).
     /// A property of this process, not of the run: not written to `args.yaml`.
     #[serde(skip)]
@@ -99,6 +104,7 @@ impl Default for TrainArgs {
             exist_ok: false,
             device: "cpu".into(),
             tf32: false,
+            amp: false,
             profile: false,
         }
     }

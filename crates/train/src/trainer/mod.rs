@@ -24,6 +24,7 @@ pub use checkpoint::TrainState;
 pub use config::TrainArgs;
 pub use results::EpochRow;
 
+use crate::amp::SharedScaler;
 use crate::backend::TrainBackend;
 use crate::ema::ModelEma;
 use crate::learner::{launch, EpochLoader, LossControl, Run, Ui, ValJob, YoloOptimizer};
@@ -157,7 +158,8 @@ where
         ));
     }
     let per_device = args.batch / devices.len();
-    set_conv_math(if args.tf32 { ConvMath::Fast } else { ConvMath::Exact });
+    // tensor cores: TF32 for f32 storage (`tf32`), f16 products with f32 accumulation for mixed precision (`amp`)
+    set_conv_math(if args.tf32 || args.amp { ConvMath::Fast } else { ConvMath::Exact });
     let source = DataSource::parse(&args.data, args.images.as_deref()).map_err(|e| e.to_string())?;
     let train_set = open_split(&source, Split::Train)?;
     let val_set = open_split(&source, Split::Val)?;
@@ -251,6 +253,8 @@ where
                 args: args.clone(),
                 names: names.clone(),
                 rows: Vec::new(),
+                scaler: None,
+                pending_non_finite: false,
             };
             (set_trainable(Yolo26::<AB>::from_inner(model)), ema, opt, st, HashMap::new())
         }
@@ -276,11 +280,20 @@ where
         args.nbs,
         schedule.warmup_iters
     )));
+    // mixed precision: the loss scaler, restored on resume (shared by the train step and the optimizer)
+    let scaler = args.amp.then(|| SharedScaler::new(st.scaler.unwrap_or_default()));
+    if args.amp {
+        on_event(Event::Info(format!(
+            "amp: f16 activations, f32 parameters, loss scale {}",
+            scaler.as_ref().map_or(0.0, |s| s.scale())
+        )));
+    }
     let loss = LossControl::new(
         nc,
         args.epochs,
         LossGains { box_gain: args.box_gain, cls_gain: args.cls_gain, l1_gain: args.dfl_gain },
-    );
+    )
+    .with_scaler(scaler.clone());
     let val = ValJob {
         dataset: val_set,
         cfg: ValConfig {
@@ -297,7 +310,7 @@ where
         dir,
         names,
         schedule,
-        optimizer: YoloOptimizer::new(opt),
+        optimizer: YoloOptimizer::new(opt).with_scaler(scaler),
         ema,
         state: st,
         pending,

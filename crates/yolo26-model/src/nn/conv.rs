@@ -54,7 +54,12 @@ pub fn conv2d_module_nhwc<B: YoloBackend>(conv: &Conv2d<B>, x: Tensor<B, 4>, act
         activation,
         math: conv_math(),
     };
-    conv2d_nhwc(x, weight_to_ohwi(conv.weight.val()), conv.bias.as_ref().map(|b| b.val()), spec)
+    // mixed precision (`yolo26 train --amp`): f32 parameters, half activations: the weight and bias are cast to
+    // the activations' dtype here (torch.autocast's cast of a conv's weight); the gradient flows back through the
+    // cast to the f32 parameter. A no-op when the dtypes agree.
+    let dtype = x.dtype();
+    let w = weight_to_ohwi(conv.weight.val().cast(dtype));
+    conv2d_nhwc(x, w, conv.bias.as_ref().map(|b| b.val().cast(dtype)), spec)
 }
 
 /// Burn's `BatchNorm::forward` on NHWC `x [B, H, W, C]`, without permuted copies: `x` is seen as the row-major
@@ -195,8 +200,9 @@ impl<B: YoloBackend> Conv<B> {
             activation: act,
             math: conv_math(),
         };
-        let w = weight_to_ohwi(self.conv.weight.val());
-        let b = self.conv.bias.as_ref().map(|b| b.val());
+        let dtype = x.dtype();
+        let w = weight_to_ohwi(self.conv.weight.val().cast(dtype));
+        let b = self.conv.bias.as_ref().map(|b| b.val().cast(dtype));
         let part = co / n;
         (0..n)
             .map(|i| {

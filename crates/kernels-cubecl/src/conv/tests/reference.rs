@@ -33,3 +33,14 @@ fn conv_flex_backward_f32() {
     check_backward_ops::<Flex>(&Default::default(), DType::F32, 104, grad_tolerance(DType::F32));
     check_autodiff::<Autodiff<Flex>>(&Default::default(), DType::F32, 105, grad_tolerance(DType::F32));
 }
+
+/// f16 / bf16 on Flex: f32 arithmetic on the upcast values, rounded once (`flex.rs` `half_dtype`), forward and
+/// both gradients, within the half-precision tolerances the GPU kernels meet (f32 accumulation).
+#[test]
+fn conv_flex_half_accumulates_in_f32() {
+    for (dtype, seed) in [(DType::F16, 106), (DType::BF16, 107)] {
+        check_forward::<Flex>(&Default::default(), dtype, seed, crate::test_util::tolerance(dtype));
+        check_backward_ops::<Flex>(&Default::default(), dtype, seed + 10, grad_tolerance(dtype));
+        check_autodiff::<Autodiff<Flex>>(&Default::default(), dtype, seed + 20, grad_tolerance(dtype));
+    }
+}
