@@ -35,7 +35,7 @@ impl NormBackend for Flex {
         let (x, gamma, beta) = (x.to_contiguous(), gamma.to_contiguous(), beta.to_contiguous());
         let xs: &[f32] = x.as_slice().expect("contiguous f32");
         let (g, b): (&[f32], &[f32]) = (gamma.as_slice().expect("f32"), beta.as_slice().expect("f32"));
-        let n = if c == 0 { 0 } else { xs.len() / c };
+        let n = xs.len().checked_div(c).unwrap_or(0);
         let zero = vec![0f32; c];
         let mean: Vec<f32> = column_sums(xs, c, &zero, false).iter().map(|s| (s / n as f64) as f32).collect();
         let var: Vec<f32> = column_sums(xs, c, &mean, true).iter().map(|s| (s / n as f64) as f32).collect();
@@ -76,7 +76,7 @@ impl NormBackend for Flex {
         let f = |t: &FlexTensor| -> Vec<f32> { t.as_slice::<f32>().expect("contiguous f32").to_vec() };
         let (g, b, mu, var) = (f(&gamma), f(&beta), f(&mean), f(&var));
         let (xs, dys): (&[f32], &[f32]) = (x.as_slice().expect("f32"), dy.as_slice().expect("f32"));
-        let n = if c == 0 { 0 } else { xs.len() / c };
+        let n = xs.len().checked_div(c).unwrap_or(0);
         let inv: Vec<f32> = var.iter().map(|v| 1.0 / (v + spec.epsilon as f32).sqrt()).collect();
         // pass 1: dz (into the output buffer) and, per block, Σdz and Σdz·x̂
         let mut dx = vec![0f32; xs.len()];
