@@ -447,8 +447,12 @@ mod tests {
     #[test]
     fn train_step_rows() {
         let a = args(vec![2], true);
-        let rows = rows(&a, |emit| bench_train::<Autodiff<Flex>>(&a, &FlexDevice, emit).unwrap());
-        assert_eq!(rows[0].mode, "train");
+        let f32_rows = rows(&a, |emit| bench_train::<Autodiff<Flex>>(&a, &FlexDevice, emit).unwrap());
+        assert_eq!(f32_rows[0].mode, "train");
+        // --half --train: the mixed-precision step (f16 activations, scaled loss; phases too)
+        let a = BenchArgs { half: true, phases: true, ..args(vec![2], true) };
+        let amp = rows(&a, |emit| bench_train::<Autodiff<Flex>>(&a, &FlexDevice, emit).unwrap());
+        assert_eq!((amp[0].mode, amp[0].dtype), ("train", "amp"));
     }
 
     #[test]
@@ -457,7 +461,8 @@ mod tests {
         assert!(msg(args(vec![0], false)).contains("--batch"));
         assert!(msg(BenchArgs { imgsz: 100, ..args(vec![1], false) }).contains("--imgsz 100"));
         assert!(msg(BenchArgs { runs: 0, ..args(vec![1], false) }).contains("--runs"));
-        assert!(msg(BenchArgs { half: true, ..args(vec![1], true) }).contains("--half with --train"));
+        assert!(msg(BenchArgs { half: true, tf32: true, ..args(vec![1], true) }).contains("--half and --tf32"));
+        assert!(BenchArgs { half: true, ..args(vec![1], true) }.check().is_ok(), "--half --train: mixed precision");
         assert!(args(vec![1, 16], false).check().is_ok());
     }
 }
