@@ -26,6 +26,7 @@ pub mod ciou;
 pub mod conv;
 pub(crate) mod cube_util;
 pub mod decode;
+mod flex_buf;
 pub mod fusion_util;
 pub mod nhwc;
 pub mod norm;

@@ -12,9 +12,9 @@ use burn::backend::Flex;
 use burn::tensor::ops::FloatTensorOps;
 use burn::tensor::{DType, FloatDType, TensorData};
 use gemm::{gemm, Parallelism};
-use rayon::prelude::*;
 
 use super::{reference_forward, Activation, Conv2dBackend, Conv2dGeometry, Conv2dSpec};
+use crate::flex_buf::par_filled;
 
 /// Output pixels per im2col tile.
 pub(super) const TILE: usize = 128;
@@ -86,18 +86,24 @@ fn forward(g: &Conv2dGeometry, x: FlexTensor, w: FlexTensor, bias: Option<FlexTe
     let ws: &[f32] = w.as_slice().expect("contiguous f32 weight");
     let bias = bias.map(|b| b.to_contiguous());
     let bs: Option<&[f32]> = bias.as_ref().map(|b| b.as_slice().expect("contiguous f32 bias"));
-    let mut out = vec![0.0f32; g.out_shape().iter().product()];
+    let n: usize = g.out_shape().iter().product();
     let co = g.c_out;
-    if g.depthwise() {
-        out.par_chunks_mut(g.ow * co).enumerate().for_each(|(row, y)| {
-            depthwise_row(g, xs, ws, row, y);
-            epilogue(y, co, bs, act);
-        });
+    let out = if g.depthwise() {
+        par_filled(
+            n,
+            g.ow * co,
+            0.0,
+            || (),
+            |_, row, y| {
+                depthwise_row(g, xs, ws, row, y);
+                epilogue(y, co, bs, act);
+            },
+        )
     } else {
         let k = g.kh * g.kw * g.c_in;
         let pointwise = g.kh == 1 && g.kw == 1 && g.stride == [1, 1] && g.padding == [0, 0];
         let tile = forward_tile(g.batch * g.oh * g.ow, if pointwise { 0 } else { k });
-        out.par_chunks_mut(tile * co).enumerate().for_each_init(Vec::new, |col, (t, y)| {
+        par_filled(n, tile * co, 0.0, Vec::new, |col, t, y| {
             let m0 = t * tile;
             let rows = y.len() / co;
             let lhs = if pointwise {
@@ -132,8 +138,8 @@ fn forward(g: &Conv2dGeometry, x: FlexTensor, w: FlexTensor, bias: Option<FlexTe
                 )
             }
             epilogue(y, co, bs, act); // while the tile is in cache
-        });
-    }
+        })
+    };
     FlexTensor::from_data(TensorData::new(out, g.out_shape()))
 }
 

@@ -3,9 +3,9 @@
 use burn::backend::flex::FlexTensor;
 use burn::backend::Flex;
 use burn::tensor::{DType, TensorData};
-use rayon::prelude::*;
 
 use super::{reference, NhwcBackend, PoolSpec};
+use crate::flex_buf::par_filled;
 
 impl NhwcBackend for Flex {
     fn max_pool2d_nhwc(x: FlexTensor, spec: PoolSpec) -> FlexTensor {
@@ -16,9 +16,12 @@ impl NhwcBackend for Flex {
         let [oh, ow] = spec.out_hw(h, w);
         let x = x.to_contiguous();
         let xs: &[f32] = x.as_slice().expect("contiguous f32");
-        let mut out = vec![f32::NEG_INFINITY; b * oh * ow * c];
-        if c > 0 {
-            out.par_chunks_mut(ow * c).enumerate().for_each(|(row, y)| {
+        let out = par_filled(
+            b * oh * ow * c,
+            ow * c,
+            f32::NEG_INFINITY,
+            || (),
+            |_, row, y| {
                 let (bi, oy) = (row / oh, row % oh);
                 for ky in 0..spec.kernel[0] {
                     let Some(iy) = tap(oy, ky, spec.stride[0], spec.padding[0], h) else { continue };
@@ -34,8 +37,8 @@ impl NhwcBackend for Flex {
                         }
                     }
                 }
-            });
-        }
+            },
+        );
         FlexTensor::from_data(TensorData::new(out, [b, oh, ow, c]))
     }
 
@@ -49,10 +52,13 @@ impl NhwcBackend for Flex {
             xs.iter().map(|x| (x.as_slice().expect("contiguous f32"), dims4(x)[3])).collect();
         let ct: usize = parts.iter().map(|p| p.1).sum();
         let pixels = b * h * w;
-        let mut out = vec![0.0f32; pixels * ct];
-        if ct > 0 {
-            // rows of 64 pixels per task
-            out.par_chunks_mut(64 * ct).enumerate().for_each(|(t, y)| {
+        // rows of 64 pixels per task
+        let out = par_filled(
+            pixels * ct,
+            64 * ct,
+            0.0,
+            || (),
+            |_, t, y| {
                 let p0 = t * 64;
                 for (i, dst) in y.chunks_exact_mut(ct).enumerate() {
                     let mut off = 0;
@@ -61,8 +67,8 @@ impl NhwcBackend for Flex {
                         off += ci;
                     }
                 }
-            });
-        }
+            },
+        );
         FlexTensor::from_data(TensorData::new(out, [b, h, w, ct]))
     }
 
@@ -73,16 +79,19 @@ impl NhwcBackend for Flex {
         let [b, h, w, c] = dims4(&x);
         let x = x.to_contiguous();
         let xs: &[f32] = x.as_slice().expect("contiguous f32");
-        let mut out = vec![0.0f32; b * 4 * h * w * c];
-        if c > 0 {
-            out.par_chunks_mut(2 * w * c).enumerate().for_each(|(row, y)| {
+        let out = par_filled(
+            b * 4 * h * w * c,
+            2 * w * c,
+            0.0,
+            || (),
+            |_, row, y| {
                 let (bi, oy) = (row / (2 * h), row % (2 * h));
                 let src = &xs[(bi * h + oy / 2) * w * c..][..w * c];
                 for (ox, dst) in y.chunks_exact_mut(c).enumerate() {
                     dst.copy_from_slice(&src[(ox / 2) * c..(ox / 2 + 1) * c]);
                 }
-            });
-        }
+            },
+        );
         FlexTensor::from_data(TensorData::new(out, [b, 2 * h, 2 * w, c]))
     }
 }
