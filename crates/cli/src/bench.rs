@@ -268,23 +268,6 @@ impl TrainJob for BenchArgs {
     }
 }
 
-/// One optimizer step; with a loss scaler (mixed precision) the unscaled / skipped step and the scale update.
-fn optimizer_step<AB: burn::tensor::backend::AutodiffBackend>(
-    opt: &mut yolo26_train::optim::Optimizer<AB::InnerBackend>,
-    scaler: &mut Option<yolo26_train::amp::GradScaler>,
-    m: yolo26_model::Yolo26<AB>,
-    named: std::collections::HashMap<String, Tensor<AB::InnerBackend, 1>>,
-) -> yolo26_model::Yolo26<AB> {
-    match scaler.as_mut() {
-        Some(s) => {
-            let (m, _, applied) = opt.step_scaled::<AB, _>(m, named, s.scale);
-            s.update(!applied);
-            m
-        }
-        None => opt.step::<AB, _>(m, named).0,
-    }
-}
-
 /// Times a training step for each batch size of `args`, handing each result to `emit`.
 fn bench_train<AB>(
     args: &BenchArgs,
@@ -325,11 +308,14 @@ where
         let (first, times) = time_calls(args, || {
             let m = model.take().context("the model was lost in an earlier step")?;
             let out = train_forward(&m, &loss, images.clone(), &gt);
-            let total = out.total.mul_scalar(scaler.map_or(1.0, |s| s.scale));
+            let total = match scaler {
+                Some(s) => out.total.mul_scalar(s.scale),
+                None => out.total,
+            };
             let grads = GradientsParams::from_grads(total.backward(), &m);
             let mut named = HashMap::new();
             accumulate_grads::<AB, _>(&m, grads, &mut named);
-            model = Some(optimizer_step::<AB>(&mut opt, &mut scaler, m, named));
+            model = Some(opt.step_amp::<AB, _>(m, named, scaler.as_mut()));
             sync::<AB>(device)
         })?;
         emit(row(args, batch, first, &times, memory_reserved(device)))?;
@@ -355,12 +341,15 @@ where
                 let anchors = yolo26_model::postprocess::Anchors::<AB>::new(&shapes, device);
                 let out = loss.forward(&o2m, &o2o, &anchors, &gt);
                 mark(&mut marks)?;
-                let total = out.total.mul_scalar(scaler.map_or(1.0, |s| s.scale));
+                let total = match scaler {
+                    Some(s) => out.total.mul_scalar(s.scale),
+                    None => out.total,
+                };
                 let grads = GradientsParams::from_grads(total.backward(), &m);
                 let mut named = HashMap::new();
                 accumulate_grads::<AB, _>(&m, grads, &mut named);
                 mark(&mut marks)?;
-                model = Some(optimizer_step::<AB>(&mut opt, &mut scaler, m, named));
+                model = Some(opt.step_amp::<AB, _>(m, named, scaler.as_mut()));
                 mark(&mut marks)?;
                 for (v, w) in phases.iter_mut().zip(marks.windows(2)) {
                     v.push((w[1] - w[0]).as_secs_f64() * 1e3);

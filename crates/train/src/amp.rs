@@ -5,7 +5,8 @@
 //! - parameters, optimizer state, EMA and checkpoints stay f32 (the master weights);
 //! - the images are cast to f16 once, every convolution casts its f32 weight (and bias) to f16 where it is used
 //!   (`yolo26_model::nn::conv::conv2d_module_nhwc`; Burn's autodiff casts the gradient back to f32 on the way to
-//!   the parameter) and runs on tensor cores with f32 accumulation (`ConvMath::Fast`);
+//!   the parameter) and accumulates in f32 (`ConvMath::Fast`: tensor cores where the conv op takes them —
+//!   `groups = 1` with channel counts that are multiples of 8 — its plain f32-accumulating kernels elsewhere);
 //! - BatchNorm (+ SiLU) computes its statistics and arithmetic in f32 and returns f16 (`kernels_cubecl::norm`),
 //!   running statistics f32;
 //! - the two heads' outputs are cast to f32 before `E2ELoss` (assignment, CIoU, BCE in f32).

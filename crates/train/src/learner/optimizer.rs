@@ -46,15 +46,8 @@ impl<B: Backend> YoloOptimizer<B> {
         model: Yolo26<AB>,
         named: HashMap<String, Tensor<B, 1>>,
     ) -> Yolo26<AB> {
-        match &self.scaler {
-            None => self.inner().step::<AB, _>(model, named).0,
-            Some(scaler) => {
-                let scale = scaler.scale();
-                let (model, _norm, applied) = self.inner().step_scaled::<AB, _>(model, named, scale);
-                scaler.lock().update(!applied);
-                model
-            }
-        }
+        let mut guard = self.scaler.as_ref().map(|s| s.lock());
+        self.inner().step_amp::<AB, _>(model, named, guard.as_deref_mut())
     }
 
     /// The optimizer (groups, per-parameter state). A poisoned lock (a panic while stepping) still gives the

@@ -356,6 +356,29 @@ impl<B: Backend> Optimizer<B> {
         self.step_inner::<AB, M>(model, grads, Some(scale))
     }
 
+    /// One optimizer step for the gradients of a loss scaled by `scaler` (mixed precision): [`Optimizer::step_scaled`]
+    /// with its scale, then the scaler's update (torch `scaler.step(opt)`, `scaler.update()`); without a scaler,
+    /// [`Optimizer::step`].
+    pub fn step_amp<AB, M>(
+        &mut self,
+        model: M,
+        grads: HashMap<String, Tensor<B, 1>>,
+        scaler: Option<&mut crate::amp::GradScaler>,
+    ) -> M
+    where
+        AB: AutodiffBackend<InnerBackend = B>,
+        M: AutodiffModule<AB>,
+    {
+        match scaler {
+            None => self.step::<AB, M>(model, grads).0,
+            Some(s) => {
+                let (model, _, applied) = self.step_scaled::<AB, M>(model, grads, s.scale);
+                s.update(!applied);
+                model
+            }
+        }
+    }
+
     fn step_inner<AB, M>(
         &mut self,
         model: M,

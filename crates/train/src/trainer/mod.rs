@@ -282,11 +282,8 @@ where
     )));
     // mixed precision: the loss scaler, restored on resume (shared by the train step and the optimizer)
     let scaler = args.amp.then(|| SharedScaler::new(st.scaler.unwrap_or_default()));
-    if args.amp {
-        on_event(Event::Info(format!(
-            "amp: f16 activations, f32 parameters, loss scale {}",
-            scaler.as_ref().map_or(0.0, |s| s.scale())
-        )));
+    if let Some(s) = &scaler {
+        on_event(Event::Info(format!("amp: f16 activations, f32 parameters, loss scale {}", s.scale())));
     }
     let loss = LossControl::new(
         nc,
