@@ -165,6 +165,7 @@ pub fn kernels() -> Vec<(&'static str, KernelDefinition)> {
         crate::tal::kernels::snapshot(),
         crate::bbox_loss::kernels::snapshot(),
         crate::branch_loss::kernels::snapshot(),
+        crate::norm::kernels::snapshot(),
     ]
     .concat()
 }

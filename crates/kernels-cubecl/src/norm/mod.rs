@@ -16,21 +16,28 @@
 //! dβ = Σ dz,  dγ = Σ dz·x̂,  dx = (γ/σ)·(dz − dβ/n − x̂·dγ/n)                     (Σ over the n rows)
 //! ```
 //!
-//! Implementations ([`NormBackend`]): `Flex` runs both passes as loops over the rows (`flex.rs`, f32); elsewhere
-//! the forward is Burn's tensor ops (the statistics through
-//! [`crate::conv::reduce_rows`], the elementwise part fused by `Fusion`), identical to the formula it replaces;
-//! `Autodiff<B, C>` records one backward step whose body is [`reference::backward`] (three fused elementwise
-//! passes and two staged reductions on `Fusion`).
+//! Implementations ([`NormBackend`]): `Flex` runs both passes as loops over the rows (`flex.rs`, f32);
+//! `CubeBackend` runs each pass as three kernels (`kernels/`: per-chunk partial sums in one pass over the
+//! activation, a small pass adding them up, then the elementwise output; `cube.rs`) and `Fusion` registers each pass
+//! as one custom op (`fusion.rs`); the trait's default bodies are [`reference`] (Burn tensor ops, the statistics
+//! through staged reductions, [`crate::conv::reduce_rows`]). `Autodiff<B, C>` records one backward step whose body
+//! is the inner backend's [`NormBackend::batch_norm_train_backward`].
+//!
+//! Why kernels rather than the reference on the GPU: the reference's reductions are six staged `sum_dim` launches
+//! per layer and pass, and its per-channel steps (`√(σ² + eps)`, `γ/σ`, `dβ/n`) run as separate tiny launches,
+//! since `Fusion` only fuses elementwise operations of one shape; a training step of yolo26n had ~1,050
+//! reductions, the largest kind of launch (`docs/BENCHMARKS.md`, "Kernel launches").
 mod autodiff;
+mod cube;
 mod flex;
+mod fusion;
+pub(crate) mod kernels;
 pub mod reference;
 
 #[cfg(test)]
 mod tests;
 
 use burn::tensor::{backend::Backend, ops::FloatTensor, Tensor, TensorPrimitive};
-use burn_cubecl::{BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement};
-use burn_fusion::{Fusion, FusionBackend};
 
 use crate::conv::Activation;
 
@@ -69,9 +76,6 @@ pub trait NormBackend: Backend {
         reference::backward::<Self>(x, gamma, beta, mean, var, dy, spec)
     }
 }
-
-impl<R: CubeRuntime, F: FloatElement, I: IntElement, BT: BoolElement> NormBackend for CubeBackend<R, F, I, BT> {}
-impl<B: FusionBackend> NormBackend for Fusion<B> {}
 
 fn float<B: Backend, const D: usize>(t: Tensor<B, D>) -> FloatTensor<B> {
     t.into_primitive().tensor()

@@ -1,6 +1,7 @@
 //! The training BatchNorm op against float64 loops (`naive`): forward (output and statistics) and the gradients of
 //! `Σ y·r` for `x`, `γ`, `β`, with and without SiLU, on `Flex` (f64, f32) and on wgpu (`Autodiff<Fusion>` and
-//! `Autodiff<CubeBackend>`, rows staged as the model stages them). Flex's forward is also checked against the
+//! `Autodiff<CubeBackend>`, rows staged as the model stages them; f16 through `Fusion`), the CubeCL kernels launched
+//! directly into NaN-poisoned outputs (`check_kernels_poisoned`, wgpu and CUDA). Flex's forward is also checked against the
 //! tensor-op formula the model used before this op (`old_formula`).
 use burn::backend::{Autodiff, Flex};
 use burn::tensor::{backend::AutodiffBackend, backend::Backend, DType, Tensor};
@@ -67,8 +68,10 @@ fn naive(k: &Case, spec: BatchNormSpec) -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f6
     (y, mean, var, dx, dg, db)
 }
 
-/// (the last: more rows than one of Flex's parallel blocks)
-const SHAPES: [[usize; 4]; 4] = [[2 * 5 * 7, 1, 1, 6], [6, 4, 3, 5], [3, 8, 4, 16], [2 * 20 * 20, 1, 1, 6]];
+/// (the fourth: more rows than one of Flex's parallel blocks, two row chunks of the CubeCL kernels; the last: 80
+/// channels = two channel blocks of 64, 10 row chunks)
+const SHAPES: [[usize; 4]; 5] =
+    [[2 * 5 * 7, 1, 1, 6], [6, 4, 3, 5], [3, 8, 4, 16], [2 * 20 * 20, 1, 1, 6], [2, 16, 20, 80]];
 
 fn specs() -> [BatchNormSpec; 2] {
     [
@@ -150,6 +153,8 @@ fn norm_wgpu_autodiff() {
     let device = WgpuDevice::DefaultDevice;
     check::<Autodiff<burn::backend::Wgpu>>(&device, DType::F32, 40, 2e-5);
     check::<Autodiff<CubeBackend<WgpuRuntime, f32, i32, u32>>>(&device, DType::F32, 50, 2e-5);
+    // f16 activations and parameters: the kernels read f16 and sum in f32
+    check::<Autodiff<burn::backend::Wgpu>>(&device, DType::F16, 55, 1e-2);
 }
 
 #[cfg(feature = "cuda")]
@@ -161,4 +166,58 @@ fn norm_cuda_autodiff() {
     let device = CudaDevice::default();
     check::<Autodiff<burn::backend::Cuda>>(&device, DType::F32, 60, 2e-5);
     check::<Autodiff<CubeBackend<CudaRuntime, f32, i32, u8>>>(&device, DType::F32, 70, 2e-5);
+}
+
+/// The kernels launched directly into NaN-poisoned outputs and scratch (every element must be written): forward
+/// and backward of each case against [`naive`] (`dy` = `r`).
+#[allow(dead_code)]
+fn check_kernels_poisoned<R: burn_cubecl::CubeRuntime, BT: burn_cubecl::BoolElement>(device: &R::Device, seed: u64) {
+    use super::kernels::{launch_backward, launch_forward, split, ACT_NONE, ACT_SILU};
+    for (s, shape) in [[2 * 20 * 20, 1, 1, 6], [2, 16, 20, 80], [3, 8, 4, 16]].into_iter().enumerate() {
+        for spec in specs() {
+            let k = case(shape, seed + s as u64);
+            let (y, mean, var, dx, dg, db) = naive(&k, spec);
+            let c = shape[3];
+            let n = k.x.len() / c;
+            let f32_ = DType::F32;
+            let x = upload::<R, BT, 2>(&k.x, [n, c], f32_, device);
+            let r = upload::<R, BT, 2>(&k.r, [n, c], f32_, device);
+            let g = upload::<R, BT, 1>(&k.gamma, [c], f32_, device);
+            let b = upload::<R, BT, 1>(&k.beta, [c], f32_, device);
+            let part = || poisoned::<R, BT, 3>([2, split(n, c).2 as usize, c], f32_, device);
+            let (eps, act) =
+                (spec.epsilon as f32, if spec.activation == Activation::Silu { ACT_SILU } else { ACT_NONE });
+            let what = format!("kernels {shape:?} {:?}", spec.activation);
+            let (out, m, v) = (
+                poisoned::<R, BT, 2>([n, c], f32_, device),
+                poisoned::<R, BT, 1>([c], f32_, device),
+                poisoned::<R, BT, 1>([c], f32_, device),
+            );
+            launch_forward(&x, &g, &b, &part(), &out, &m, &v, eps, act);
+            assert_close(&format!("{what} y"), &download::<R, BT, 2>(out), &y, 2e-5);
+            assert_close(&format!("{what} mean"), &download::<R, BT, 1>(m.clone()), &mean, 2e-5);
+            assert_close(&format!("{what} var"), &download::<R, BT, 1>(v.clone()), &var, 2e-5);
+            let (d, dgam, dbet) = (
+                poisoned::<R, BT, 2>([n, c], f32_, device),
+                poisoned::<R, BT, 1>([c], f32_, device),
+                poisoned::<R, BT, 1>([c], f32_, device),
+            );
+            launch_backward(&x, &r, [&m, &v, &g, &b], &part(), &d, &dgam, &dbet, eps, act);
+            assert_close(&format!("{what} dx"), &download::<R, BT, 2>(d), &dx, 2e-5);
+            assert_close(&format!("{what} dgamma"), &download::<R, BT, 1>(dgam), &dg, 2e-5);
+            assert_close(&format!("{what} dbeta"), &download::<R, BT, 1>(dbet), &db, 2e-5);
+        }
+    }
+}
+
+#[cfg(feature = "wgpu")]
+#[test]
+fn norm_wgpu_kernels_poisoned() {
+    check_kernels_poisoned::<burn::backend::wgpu::WgpuRuntime, u32>(&Default::default(), 80);
+}
+
+#[cfg(feature = "cuda")]
+#[test]
+fn norm_cuda_kernels_poisoned() {
+    check_kernels_poisoned::<cubecl::cuda::CudaRuntime, u8>(&Default::default(), 90);
 }
