@@ -33,6 +33,26 @@ fn lane_tree(a: &mut SharedMemory<f32>, b: &mut SharedMemory<f32>, tx: u32) {
     }
 }
 
+/// The end of a partial pass: adds each unit's two sums `(s0, s1)` over the cube's lanes and writes the cube's
+/// `part[0, p, ch]`, `part[1, p, ch]` (`p = CUBE_POS_Y`, channel `CUBE_POS_X·tx + UNIT_POS_X mod tx`).
+#[cube]
+fn store_partials(s0: f32, s1: f32, part: &mut Tensor<f32>, c: u32, tx: u32) {
+    let lx = UNIT_POS_X % tx;
+    let ch = CUBE_POS_X * tx + lx;
+    let p = CUBE_POS_Y;
+    let mut a = SharedMemory::<f32>::new(UNITS as usize);
+    let mut b = SharedMemory::<f32>::new(UNITS as usize);
+    a[UNIT_POS_X as usize] = s0;
+    b[UNIT_POS_X as usize] = s1;
+    sync_cube();
+    lane_tree(&mut a, &mut b, tx);
+    if UNIT_POS_X / tx == 0 && ch < c {
+        let parts = CUBE_COUNT_Y;
+        part[(p * c + ch) as usize] = a[lx as usize];
+        part[((parts + p) * c + ch) as usize] = b[lx as usize];
+    }
+}
+
 /// Forward partials: `part[0, p, c] = Σ d`, `part[1, p, c] = Σ d²` over the cube's rows, `d = x − x[0, c]`.
 #[cube(launch_unchecked)]
 pub fn stats_partials_kernel<F: Float>(
@@ -63,17 +83,7 @@ pub fn stats_partials_kernel<F: Float>(
             r += lanes;
         }
     }
-    let mut a = SharedMemory::<f32>::new(UNITS as usize);
-    let mut b = SharedMemory::<f32>::new(UNITS as usize);
-    a[UNIT_POS_X as usize] = s1;
-    b[UNIT_POS_X as usize] = s2;
-    sync_cube();
-    lane_tree(&mut a, &mut b, tx);
-    if lane == 0 && ch < c {
-        let parts = CUBE_COUNT_Y;
-        part[(p * c + ch) as usize] = a[lx as usize];
-        part[((parts + p) * c + ch) as usize] = b[lx as usize];
-    }
+    store_partials(s1, s2, part, c, tx);
 }
 
 /// Backward partials: `part[0, p, c] = Σ dz·x̂`, `part[1, p, c] = Σ dz` over the cube's rows, with `x̂ = (x − μ)/σ`,
@@ -120,17 +130,7 @@ pub fn grad_partials_kernel<F: Float>(
             r += lanes;
         }
     }
-    let mut a = SharedMemory::<f32>::new(UNITS as usize);
-    let mut b = SharedMemory::<f32>::new(UNITS as usize);
-    a[UNIT_POS_X as usize] = sg;
-    b[UNIT_POS_X as usize] = sb;
-    sync_cube();
-    lane_tree(&mut a, &mut b, tx);
-    if lane == 0 && ch < c {
-        let parts = CUBE_COUNT_Y;
-        part[(p * c + ch) as usize] = a[lx as usize];
-        part[((parts + p) * c + ch) as usize] = b[lx as usize];
-    }
+    store_partials(sg, sb, part, c, tx);
 }
 
 /// Finishing pass, cube `c` = channel: adds the `P` partials of both sums; with `stats`, turns them into
