@@ -64,8 +64,9 @@ pub fn conv2d_module_nhwc<B: YoloBackend>(conv: &Conv2d<B>, x: Tensor<B, 4>, act
 
 /// Burn's `BatchNorm::forward` on NHWC `x [B, H, W, C]`, without permuted copies: `x` is seen as the row-major
 /// `[A1, A2, A3, C]` array (`A1·A2·A3 = B·H·W` rows, [`row_stages`]: one axis on Flex, three on the CubeCL
-/// backends, whose reductions are slow to few outputs) and every statistic is a mean over the first three axes,
-/// every broadcast one of `[1, 1, 1, C]`; `act` follows the norm. Under autodiff (training): batch mean and biased
+/// backends, where the reference's Burn reductions are slow to few outputs; the op's CubeCL kernels read the rows
+/// as one `[B·H·W, C]` matrix whatever the stages) and every statistic is a mean over the rows, every broadcast one
+/// of `[1, 1, 1, C]`; `act` follows the norm. Under autodiff (training): batch mean and biased
 /// variance through [`kernels_cubecl::norm::batch_norm_train`] (norm and activation as one op with a closed-form
 /// backward), running statistics updated with the module's momentum, as Burn (and, up to the variance's
 /// `n / (n − 1)`, torch) does; otherwise the running statistics.
