@@ -1,6 +1,7 @@
 //! [`NormBackend`] for [`CubeBackend`]: each pass as the three kernels of `kernels/` on tight `[N, C]` views of the
 //! `[A1, A2, A3, C]` activation. `y`/`dx` come back in `x`'s dtype, the statistics and `dγ`/`dβ` in `γ`'s (the
-//! kernels keep them in f32). Other activation dtypes (f64), empty tensors and activations of 2³² elements or more
+//! kernels keep them in f32). Other activation dtypes (f64), empty tensors and activations of 2³¹ elements or more
+//! (the elementwise kernels' flat index over a padded 2-D grid is a u32)
 //! take [`super::reference`].
 use burn::tensor::{ops::FloatTensorOps, DType, Shape};
 use burn_cubecl::{kernel::cast, tensor::CubeTensor, BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement};
@@ -15,7 +16,7 @@ fn rows<R: CubeRuntime>(x: &CubeTensor<R>) -> Option<(usize, usize)> {
     let shape = x.meta.shape();
     let c = *shape.as_slice().last()?;
     let numel = shape.num_elements();
-    let fits = matches!(x.dtype, DType::F32 | DType::F16 | DType::BF16) && numel > 0 && numel < u32::MAX as usize;
+    let fits = matches!(x.dtype, DType::F32 | DType::F16 | DType::BF16) && numel > 0 && numel <= i32::MAX as usize;
     fits.then_some((numel / c, c))
 }
 

@@ -47,8 +47,40 @@ fn elementwise_count(total: usize) -> CubeCount {
     CubeCount::Static(x, cubes.div_ceil(x), 1)
 }
 
+/// Launches [`reduce::finish_kernel`] over `parts` partials of `x [n, c]` into `out0`, `out1` `[c]`.
+///
+/// # Safety
+/// The caller has checked the shapes (`part` is `[2, parts, c]`, the outputs `[c]`, all tight), as the launchers do.
+unsafe fn launch_finish<R: CubeRuntime>(
+    x: &CubeTensor<R>,
+    part: &CubeTensor<R>,
+    out0: &CubeTensor<R>,
+    out1: &CubeTensor<R>,
+    parts: u32,
+    stats: bool,
+) {
+    let [n, c] = x.meta.shape().dims::<2>();
+    // SAFETY: see the function's contract; cube `ch < c` reads `part[·, q, ch]`, `q < parts`, writes `out[ch]`.
+    unsafe {
+        reduce::finish_kernel::launch_unchecked::<R>(
+            &x.client,
+            CubeCount::Static(c as u32, 1, 1),
+            CubeDim::new_1d(UNITS),
+            x.clone().into_tensor_arg(),
+            part.clone().into_tensor_arg(),
+            out0.clone().into_tensor_arg(),
+            out1.clone().into_tensor_arg(),
+            n as u32,
+            c as u32,
+            parts,
+            stats,
+            x.dtype.into(),
+        )
+    }
+}
+
 /// Forward: `x [n, c]` → `y` (x's dtype, same shape), `mean`, `var` `[c]` f32; `part` (`[2, P, c]` f32, P from
-/// [`split`]) is scratch. All tight; `0 < n·c < 2³²`.
+/// [`split`]) is scratch. All tight; `0 < n·c < 2³¹`.
 #[allow(clippy::too_many_arguments)]
 pub fn launch_forward<R: CubeRuntime>(
     x: &CubeTensor<R>,
@@ -64,7 +96,10 @@ pub fn launch_forward<R: CubeRuntime>(
     crate::cube_util::assert_tight("batch_norm forward", &[x, gamma, beta, part, y, mean, var]);
     let [n, c] = x.meta.shape().dims::<2>();
     let (tx, rows, parts) = split(n, c);
-    assert!(n > 0 && c > 0 && y.meta.shape() == x.meta.shape(), "batch_norm forward: shapes");
+    assert!(
+        n > 0 && c > 0 && n * c <= i32::MAX as usize && y.meta.shape() == x.meta.shape(),
+        "batch_norm forward: shapes"
+    );
     assert!(part.meta.num_elements() == 2 * parts as usize * c, "batch_norm forward: partials");
     for t in [gamma, beta, mean, var] {
         assert!(t.meta.num_elements() == c, "batch_norm forward: a [C] vector of another size");
@@ -86,20 +121,7 @@ pub fn launch_forward<R: CubeRuntime>(
             tx,
             dt,
         );
-        reduce::finish_kernel::launch_unchecked::<R>(
-            &client,
-            CubeCount::Static(c as u32, 1, 1),
-            CubeDim::new_1d(UNITS),
-            x.clone().into_tensor_arg(),
-            part.clone().into_tensor_arg(),
-            mean.clone().into_tensor_arg(),
-            var.clone().into_tensor_arg(),
-            n as u32,
-            c as u32,
-            parts,
-            true,
-            dt,
-        );
+        launch_finish(x, part, mean, var, parts, true);
         elementwise::apply_kernel::launch_unchecked::<R>(
             &client,
             elementwise_count(n * c),
@@ -137,7 +159,10 @@ pub fn launch_backward<R: CubeRuntime>(
     crate::cube_util::assert_tight("batch_norm backward", &[x, dy, mean, var, gamma, beta, part, dx, dgamma, dbeta]);
     let [n, c] = x.meta.shape().dims::<2>();
     let (tx, rows, parts) = split(n, c);
-    assert!(n > 0 && c > 0 && dy.meta.shape() == x.meta.shape(), "batch_norm backward: shapes");
+    assert!(
+        n > 0 && c > 0 && n * c <= i32::MAX as usize && dy.meta.shape() == x.meta.shape(),
+        "batch_norm backward: shapes"
+    );
     assert!(dx.meta.shape() == x.meta.shape(), "batch_norm backward: dx shape");
     assert!(part.meta.num_elements() == 2 * parts as usize * c, "batch_norm backward: partials");
     for t in [mean, var, gamma, beta, dgamma, dbeta] {
@@ -166,20 +191,7 @@ pub fn launch_backward<R: CubeRuntime>(
             act,
             dt,
         );
-        reduce::finish_kernel::launch_unchecked::<R>(
-            &client,
-            CubeCount::Static(c as u32, 1, 1),
-            CubeDim::new_1d(UNITS),
-            x.clone().into_tensor_arg(),
-            part.clone().into_tensor_arg(),
-            dgamma.clone().into_tensor_arg(),
-            dbeta.clone().into_tensor_arg(),
-            n as u32,
-            c as u32,
-            parts,
-            false,
-            dt,
-        );
+        launch_finish(x, part, dgamma, dbeta, parts, false);
         elementwise::dx_kernel::launch_unchecked::<R>(
             &client,
             elementwise_count(n * c),
