@@ -84,7 +84,8 @@ impl MetricsRenderer for AnyRenderer {
     }
 }
 
-/// Plain progress lines on stdout: the training metrics every 30 s and at the end of an epoch
+/// Plain progress lines on stdout: the training metrics every 30 s (`YOLO26_LOG_EVERY=SECONDS` in the environment
+/// sets another interval; 0 prints every batch, e.g. to compare a run iteration by iteration) and at the end of an epoch
 /// (`epoch 3/100  batch 125/125  box_loss 1.2345 cls_loss … images/s 512.0`), the validation metrics after each
 /// validation.
 pub struct LineRenderer {
@@ -104,7 +105,11 @@ impl LineRenderer {
             train: Vec::new(),
             valid: Vec::new(),
             last: None,
-            every: Duration::from_secs(30),
+            every: std::env::var("YOLO26_LOG_EVERY")
+                .ok()
+                .and_then(|s| s.parse::<f64>().ok())
+                .filter(|s| s.is_finite() && *s >= 0.0)
+                .map_or(Duration::from_secs(30), Duration::from_secs_f64),
         }
     }
 

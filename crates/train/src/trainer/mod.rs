@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
+use burn::backend::Flex;
 use burn::module::AutodiffModule;
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
@@ -18,7 +19,7 @@ use yolo26_data::{DataSource, Dataset, Split, TrainLoader, TrainLoaderConfig};
 use yolo26_model::load::{collect_weights, load_weights};
 use yolo26_model::nn::conv::{set_conv_math, ConvMath};
 use yolo26_model::weights::{read_weights, WeightMap};
-use yolo26_model::{DecodeMode, Yolo26, Yolo26Config, YoloBackend};
+use yolo26_model::{DecodeMode, Scale, Yolo26, Yolo26Config, YoloBackend};
 
 pub use checkpoint::TrainState;
 pub use config::TrainArgs;
@@ -71,6 +72,17 @@ pub fn init_detect_bias<B: Backend>(model: Yolo26<B>) -> Yolo26<B> {
             _ => t,
         }
     })
+}
+
+/// The random initial weights of a run from scratch, drawn on the host (Flex's generator seeded with `seed`, the
+/// layers' PyTorch-default initialisers, then [`init_detect_bias`]) and copied to `device`: one seed gives the same
+/// model on every backend, so a run on a GPU can be compared step by step with one on the CPU (each backend's own
+/// generator would draw other numbers: CubeCL's is a per-thread generator on the device).
+pub fn host_init<B: Backend>(scale: Scale, nc: usize, seed: u64, device: &B::Device) -> Result<Yolo26<B>, String> {
+    let host_device = Default::default();
+    Flex::seed(&host_device, seed);
+    let host = init_detect_bias(Yolo26Config::new(scale, nc).init::<Flex>(&host_device));
+    load_weights(Yolo26Config::new(scale, nc).init::<B>(device), &collect_weights(&host)).map_err(|e| e.to_string())
 }
 
 /// Initial weights from a file: every tensor whose name and shape match is transferred (ultralytics
@@ -233,7 +245,7 @@ where
         }
         None => {
             AB::InnerBackend::seed(device, args.seed);
-            let mut model = init_detect_bias(init());
+            let mut model = host_init::<AB::InnerBackend>(scale, nc, args.seed, device)?;
             if let Some(w) = &args.weights {
                 let map = read_weights(w).map_err(|e| e.to_string())?;
                 let (m, moved, total) = transfer_weights(model, &map)?;
@@ -378,5 +390,30 @@ mod tests {
         assert!(!old.contains("tf32") && !old.contains("exist_ok"));
         let back: TrainArgs = serde_yaml::from_str(&old).unwrap();
         assert_eq!(back, TrainArgs::default());
+    }
+
+    /// The host draw is the seed's, whatever the target backend: two seeds differ, one seed repeats, the detect
+    /// biases are ultralytics' `bias_init`, and on wgpu (CubeCL's own generator would draw other numbers) the
+    /// weights are Flex's, bit for bit.
+    #[test]
+    fn host_init_is_the_seeds_on_every_backend() {
+        let flat = |m: &Yolo26<Flex>| collect_weights(m).tensors;
+        let dev = Default::default();
+        let a = host_init::<Flex>(Scale::N, 3, 7, &dev).unwrap();
+        let b = host_init::<Flex>(Scale::N, 3, 7, &dev).unwrap();
+        let c = host_init::<Flex>(Scale::N, 3, 8, &dev).unwrap();
+        assert_eq!(flat(&a), flat(&b));
+        assert_ne!(flat(&a), flat(&c));
+        let bias = collect_weights(&a).tensors["model.23.cv3.1.2.bias"].data.clone();
+        let want = (5.0f64 / 3.0 / (640.0f64 / 16.0).powi(2)).ln() as f32;
+        assert!(bias.iter().all(|&v| (v - want).abs() < 1e-6), "{bias:?} vs {want}");
+        #[cfg(feature = "wgpu")]
+        {
+            let w = host_init::<burn::backend::Wgpu>(Scale::N, 3, 7, &Default::default()).unwrap();
+            let on_wgpu = collect_weights(&w);
+            for (k, t) in flat(&a) {
+                assert_eq!(on_wgpu.tensors[&k].data, t.data, "{k}");
+            }
+        }
     }
 }
