@@ -1,4 +1,7 @@
-"""Line up per-iteration running loss means: ultralytics log (argv 1) vs `yolo26 train` with YOLO26_LOG_EVERY=0 (argv 2)."""
+"""Line up per-iteration running loss means: ultralytics log (argv 1) vs `yolo26 train` with YOLO26_LOG_EVERY=0 (argv 2).
+
+The patterns are those of the documented run (10 epochs, imgsz 320, 25 batches per epoch): edit them for another.
+Ultralytics' bar shows `k/25` before batch k+1 is counted, hence the shift by one."""
 import re, sys
 
 u = open(sys.argv[1], encoding="utf8", errors="ignore").read().replace("\r", "\n")

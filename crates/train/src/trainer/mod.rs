@@ -82,6 +82,8 @@ pub fn host_init<B: Backend>(scale: Scale, nc: usize, seed: u64, device: &B::Dev
     let host_device = Default::default();
     Flex::seed(&host_device, seed);
     let host = init_detect_bias(Yolo26Config::new(scale, nc).init::<Flex>(&host_device));
+    // the device model's own random draw is overwritten here (Burn has no record transfer between backends; a
+    // yolo26x draw is a few milliseconds on a GPU, once per run)
     load_weights(Yolo26Config::new(scale, nc).init::<B>(device), &collect_weights(&host)).map_err(|e| e.to_string())
 }
 
@@ -174,10 +176,11 @@ where
     set_conv_math(if args.tf32 || args.amp { ConvMath::Fast } else { ConvMath::Exact });
     if args.tf32 || args.amp {
         // measured 2026-12-07 on an H100 (docs/BENCHMARKS.md "Is the 640 lag a bug?"): one step against Flex,
-        // exact f32 within 3e-3 per gradient, the tensor-core path with P3-P5 features 2-10 % off and the stem's
-        // gradients 100-400x too large
+        // exact f32 within 3e-3 per gradient; the tensor-core path with P3-P5 features 2-10 % off and the stem's
+        // gradients 76-420x too large (imgsz 160-640)
         on_event(Event::Info(
-            "warning: --tf32/--amp use the tensor-core convolution path, whose gradients were measured wrong on CUDA              (2026-12-07, see docs/BENCHMARKS.md); train in exact f32 (the default) until that is fixed"
+            "warning: --tf32/--amp use the tensor-core convolution path, whose gradients were measured wrong on CUDA \
+             (2026-12-07, see docs/BENCHMARKS.md); train in exact f32 (the default) until that is fixed"
                 .into(),
         ));
     }
