@@ -4,7 +4,7 @@
 //! | case | forward | input gradient | weight gradient |
 //! |---|---|---|---|
 //! | depthwise (`groups = Ci = Co`) | `dw_forward` (bias, act) | `dw_dgrad` | `dw_wgrad` partials + sum |
-//! | `ConvMath::Fast`, `groups = 1`, cubek accepts it | cubek implicit GEMM (bias) + SiLU in place | cubek backward-data | as below |
+//! | `ConvMath::Fast`, `groups = 1`, cubek accepts it | cubek implicit GEMM (bias) + SiLU in place | cubek backward-data if [`cubek_dgrad_fits`] (stride 1), else below | as below |
 //! | otherwise | `conv_gemm` `FWD` (bias, act) | `conv_gemm` `DGRAD` | `conv_gemm` `WGRAD` partials + sum |
 //!
 //! F64 goes through the reference (the kernels compute in f32).
@@ -187,13 +187,24 @@ fn cubek_fits(geo: &Conv2dGeometry, dtype: DType) -> bool {
     geo.groups == 1 && (!half || (geo.c_in.is_multiple_of(8) && geo.c_out.is_multiple_of(8)))
 }
 
-/// Whether cubek's backward-data GEMM is tried (beyond [`cubek_fits`]): both channel counts multiples of 8 in every
-/// dtype. Measured on an H100 (2026-12-06): a yolo26n training step with TF32 (`bench --train --tf32`) failed with
-/// cubek's "too many data will be loaded" compilation error at execution (not at `launch_ref`, so the fallback
-/// cannot catch it). The failing shape was not isolated; the rule keeps off cubek the same small channel counts
-/// (the head's 4-channel convs) that failed in the f16 forward pass. The exact kernel takes those.
-fn cubek_dgrad_fits(geo: &Conv2dGeometry) -> bool {
-    geo.c_in.is_multiple_of(8) && geo.c_out.is_multiple_of(8)
+/// Whether cubek's backward-data GEMM is tried (beyond [`cubek_fits`]): stride 1, and both channel counts
+/// multiples of 8 in every dtype.
+///
+/// - **Stride 1 only** (Burn's own rule: `burn-cubecl` 0.21 `kernel/conv/base.rs` `conv_data_backward` sends
+///   `stride != 1` to its direct fallback). cubek-convolution 0.2's backward-data im2col
+///   (`components/global/layout/im2col.rs`) reads `dy` at `(ih + pad - kh·dilation) / stride` without checking that
+///   the division is exact, so for stride 2 every input pixel gathers taps that do not touch it (and `-1 / 2`
+///   truncates to row 0). Measured on an H100 (2026-12-07): with it, one yolo26n training step under `--tf32` had
+///   stem gradients 76–420× too large and uncorrelated with the exact ones (cos ≈ 0.08); the test
+///   `check_strided_and_fast` now runs the fast input gradient on the stride-2 cases.
+/// - **Channels multiples of 8**: measured on an H100 (2026-12-06): a yolo26n training step with TF32
+///   (`bench --train --tf32`) failed with cubek's "too many data will be loaded" compilation error at execution
+///   (not at `launch_ref`, so the fallback cannot catch it). The failing shape was not isolated; the rule keeps off
+///   cubek the same small channel counts (the head's 4-channel convs) that failed in the f16 forward pass.
+///
+/// The exact kernel takes everything else.
+pub(crate) fn cubek_dgrad_fits(geo: &Conv2dGeometry) -> bool {
+    geo.stride == [1, 1] && geo.c_in.is_multiple_of(8) && geo.c_out.is_multiple_of(8)
 }
 
 /// Which cubek pass.

@@ -12,7 +12,8 @@
 //!   gradients through the reference.
 //! - `CubeBackend` (`cube.rs`, `kernels/`): an implicit GEMM on plain units (exact f32 arithmetic; bias and SiLU in
 //!   its epilogue; split-K weight gradient), dedicated depthwise kernels, and with [`ConvMath::Fast`] cubek's
-//!   tensor-core implicit GEMM for `groups = 1` (TF32 for f32 storage; f16/bf16 with f32 accumulation).
+//!   tensor-core implicit GEMM for `groups = 1` (TF32 for f32 storage; f16/bf16 with f32 accumulation): the forward,
+//!   and the input gradient at stride 1 (cubek's is wrong at stride 2; see `cube.rs`).
 //! - `Fusion<B>`: one custom op; `Autodiff<B, C>`: the conv (+ bias) is one backward step (input, weight and bias
 //!   gradients), the activation is Burn's differentiable `silu` after it.
 mod autodiff;
@@ -49,7 +50,8 @@ pub enum ConvMath {
     #[default]
     Exact,
     /// Tensor cores where the runtime has them, for `groups = 1`: TF32 products for f32 storage (PyTorch's
-    /// cuDNN default, `allow_tf32 = True`), f16/bf16 products with f32 accumulation. Elsewhere as `Exact`.
+    /// cuDNN default, `allow_tf32 = True`), f16/bf16 products with f32 accumulation: the forward and the
+    /// stride-1 input gradient. Elsewhere (and the weight gradient) as `Exact`.
     Fast,
 }
 

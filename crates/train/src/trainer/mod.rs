@@ -174,16 +174,6 @@ where
     let per_device = args.batch / devices.len();
     // tensor cores: TF32 for f32 storage (`tf32`), f16 products with f32 accumulation for mixed precision (`amp`)
     set_conv_math(if args.tf32 || args.amp { ConvMath::Fast } else { ConvMath::Exact });
-    if args.tf32 || args.amp {
-        // measured 2026-12-07 on an H100 (docs/BENCHMARKS.md "Is the 640 lag a bug?"): one step against Flex,
-        // exact f32 within 3e-3 per gradient; the tensor-core path with P3-P5 features 2-10 % off and the stem's
-        // gradients 76-420x too large (imgsz 160-640)
-        on_event(Event::Info(
-            "warning: --tf32/--amp use the tensor-core convolution path, whose gradients were measured wrong on CUDA \
-             (2026-12-07, see docs/BENCHMARKS.md); train in exact f32 (the default) until that is fixed"
-                .into(),
-        ));
-    }
     let source = DataSource::parse(&args.data, args.images.as_deref()).map_err(|e| e.to_string())?;
     let train_set = open_split(&source, Split::Train)?;
     let val_set = open_split(&source, Split::Val)?;

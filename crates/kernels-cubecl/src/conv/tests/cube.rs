@@ -64,7 +64,9 @@ pub(crate) fn check_kernels<R: CubeRuntime, BT: BoolElement>(device: &R::Device,
     }
 }
 
-/// The backend op on a non-contiguous `x` (an NCHW tensor permuted to NHWC) and with `ConvMath::Fast`.
+/// The backend op on a non-contiguous `x` (an NCHW tensor permuted to NHWC), and forward and input gradient with
+/// `ConvMath::Fast` (where the runtime has tensor cores: cubek's GEMM for the shapes it takes, the exact kernels
+/// for the rest; elsewhere the exact kernels throughout).
 pub(crate) fn check_strided_and_fast<R: CubeRuntime, BT: BoolElement>(device: &R::Device, seed: u64, fast_tol: f64) {
     for c in cases(seed, Activation::Silu, DType::F32) {
         let g = &c.geo;
@@ -84,7 +86,33 @@ pub(crate) fn check_strided_and_fast<R: CubeRuntime, BT: BoolElement>(device: &R
         eprintln!("strided / fast {}", c.name);
         let got: Tensor<Cb<R, BT>, 4> = conv2d_nhwc(x.clone(), w.clone(), Some(bias.clone()), c.spec);
         assert_close("  strided x", &to_vec(got), &y, 1e-5);
-        let got = conv2d_nhwc(x, w, Some(bias), c.spec.with_math(super::super::ConvMath::Fast));
+        let fast = c.spec.with_math(super::super::ConvMath::Fast);
+        let got = conv2d_nhwc(x.clone(), w.clone(), Some(bias), fast);
         assert_close("  fast", &to_vec(got), &y, fast_tol);
+
+        // input gradient from the naive pre-activation gradient (what the backward pass hands the conv)
+        let (dz, ..) = naive_backward(&c);
+        let dz: Vec<f32> = dz.iter().map(|&v| v as f32).collect();
+        let lin = Case { r: dz.clone(), spec: c.spec.with_activation(Activation::None), ..c };
+        let (_, want_dx, ..) = naive_backward(&lin);
+        let d = tensor::<Cb<R, BT>, 4>(&dz, g.out_shape(), DType::F32, device).into_primitive().tensor();
+        let prim = |t: Tensor<Cb<R, BT>, 4>| t.into_primitive().tensor();
+        let got = Cb::<R, BT>::conv2d_nhwc_backward_data(prim(x), prim(w), d, fast.with_activation(Activation::None));
+        let got = to_vec(crate::tensor_util::float::<Cb<R, BT>, 4>(got));
+        assert_close("  fast dx", &got, &want_dx, fast_tol);
     }
+}
+
+/// cubek's input-gradient GEMM only at stride 1 (its backward-data im2col does not check that
+/// `(ih + pad − kh) / stride` is exact); the stem-like and head-like shapes stay on the exact kernel.
+#[test]
+fn fast_input_gradient_only_at_stride_1() {
+    use crate::conv::cube::cubek_dgrad_fits;
+    let geo = |s: usize, ci: usize, co: usize| {
+        Conv2dGeometry::new(&[2, 16, 16, ci], &[co, 3, 3, ci], &Conv2dSpec::new(s, 1, 1)).unwrap()
+    };
+    assert!(cubek_dgrad_fits(&geo(1, 16, 32)));
+    assert!(!cubek_dgrad_fits(&geo(2, 16, 32)), "stride 2 must take the exact kernel");
+    assert!(!cubek_dgrad_fits(&geo(1, 16, 4)), "4 output channels must take the exact kernel");
+    assert!(!cubek_dgrad_fits(&geo(1, 3, 16)), "3 input channels must take the exact kernel");
 }

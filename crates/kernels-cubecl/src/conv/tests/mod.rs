@@ -32,7 +32,7 @@ pub(crate) struct Case {
 /// `(name, batch, h, w, ci, co, k, stride, pad, groups, dilation)`.
 type Sizes = (&'static str, usize, usize, usize, usize, usize, usize, usize, usize, usize, usize);
 
-const SIZES: [Sizes; 12] = [
+const SIZES: [Sizes; 13] = [
     ("stem 3→16 3x3 s2", 2, 17, 23, 3, 16, 3, 2, 1, 1, 1),
     ("3x3 16→8", 2, 9, 11, 16, 8, 3, 1, 1, 1, 1),
     ("1x1 32→40 (tile tail)", 3, 7, 5, 32, 40, 1, 1, 0, 1, 1),
@@ -45,6 +45,8 @@ const SIZES: [Sizes; 12] = [
     ("grouped 8→12 g4 3x3", 2, 7, 6, 8, 12, 3, 1, 1, 4, 1),
     ("dilated 3x3 d2", 1, 9, 10, 6, 10, 3, 1, 2, 1, 2),
     ("no padding 3x3 s2 (floor)", 2, 10, 9, 7, 9, 3, 2, 0, 1, 1),
+    // yolo26 model.1: the first stride-2 conv whose channel counts cubek's tensor-core GEMM takes
+    ("3x3 s2 16→32 (model.1)", 2, 11, 10, 16, 32, 3, 2, 1, 1, 1),
 ];
 
 /// Every test case of one seed, with `activation` and values rounded to `dtype`.
