@@ -276,6 +276,7 @@ fn bench_train<AB>(
 ) -> anyhow::Result<()>
 where
     AB: burn::tensor::backend::AutodiffBackend + yolo26_train::TrainBackend,
+    AB::InnerBackend: yolo26_model::YoloBackend,
 {
     use std::collections::HashMap;
 

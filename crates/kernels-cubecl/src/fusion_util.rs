@@ -112,3 +112,47 @@ pub fn custom_op<B: FusionBackend, const I: usize, const O: usize>(
         .register(streams, OperationIr::Custom(desc.clone()), ClosureOp::<B, I, O> { desc, exec: Arc::new(exec) })
         .outputs::<O>()
 }
+
+type ExecN<B, const O: usize> = Arc<dyn Fn(Vec<Prim<B>>) -> [Prim<B>; O] + Send + Sync>;
+
+/// The operation the stream keeps for [`custom_op_n`] (any number of inputs).
+struct ClosureOpN<B: FusionBackend, const O: usize> {
+    desc: CustomOpIr,
+    exec: ExecN<B, O>,
+}
+
+impl<B: FusionBackend, const O: usize> core::fmt::Debug for ClosureOpN<B, O> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ClosureOpN").field("desc", &self.desc).finish()
+    }
+}
+
+impl<B: FusionBackend, const O: usize> Operation<B::FusionRuntime> for ClosureOpN<B, O> {
+    fn execute(&self, handles: &mut Handles<B>) {
+        let prims = self.desc.inputs.iter().map(|t| fetch::<B>(handles, t)).collect();
+        for (t, p) in self.desc.outputs.iter().zip((self.exec)(prims)) {
+            store::<B>(handles, t, p);
+        }
+    }
+}
+
+/// [`custom_op`] for a list of inputs whose length is known only at run time (e.g. a concatenation).
+pub fn custom_op_n<B: FusionBackend, const O: usize>(
+    name: &'static str,
+    inputs: Vec<FusionTensor<B::FusionRuntime>>,
+    outputs: [(Shape, DType); O],
+    exec: impl Fn(Vec<Prim<B>>) -> [Prim<B>; O] + Send + Sync + 'static,
+) -> [FusionTensor<B::FusionRuntime>; O] {
+    assert!(
+        !inputs.is_empty(),
+        "custom_op {name}: an op needs at least one input (it names the stream and the client)"
+    );
+    let client = inputs[0].client.clone();
+    let streams = OperationStreams::with_inputs(inputs.iter());
+    let outputs = outputs.map(|(shape, dtype)| TensorIr::uninit(client.create_empty_handle(), shape, dtype));
+    let inputs: Vec<TensorIr> = inputs.into_iter().map(|t| t.into_ir()).collect();
+    let desc = CustomOpIr::new(name, &inputs, &outputs);
+    client
+        .register(streams, OperationIr::Custom(desc.clone()), ClosureOpN::<B, O> { desc, exec: Arc::new(exec) })
+        .outputs::<O>()
+}

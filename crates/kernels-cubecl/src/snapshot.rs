@@ -166,6 +166,7 @@ pub fn kernels() -> Vec<(&'static str, KernelDefinition)> {
         crate::bbox_loss::kernels::snapshot(),
         crate::branch_loss::kernels::snapshot(),
         crate::norm::kernels::snapshot(),
+        crate::nhwc::kernels::snapshot(),
     ]
     .concat()
 }

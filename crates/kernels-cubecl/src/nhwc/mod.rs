@@ -10,17 +10,22 @@
 //!   backends already fuse or run well and which `Autodiff` differentiates. `Flex` overrides them with direct
 //!   loops over contiguous channel rows (`flex.rs`): Burn's CPU versions of these ops walked strided views element
 //!   by element (a yolo26n forward at 640 spent ~20 % of its time in them).
+//! - The channel concatenation has its own kernel on CubeCL (`kernels.rs`, `cube.rs`: up to four inputs in one
+//!   launch, strided inputs read in place; Burn's `cat` is one slice-assign launch per input plus a copy per
+//!   strided input), one custom op on `Fusion` (`fusion.rs`) and one backward step under `Autodiff`
+//!   (`autodiff.rs`: each input's gradient is its channel range of the output's).
 
+mod autodiff;
+mod cube;
 mod flex;
+mod fusion;
+pub(crate) mod kernels;
 mod reference;
 
 #[cfg(test)]
 mod tests;
 
-use burn::backend::{autodiff::checkpoint::strategy::CheckpointStrategy, Autodiff};
 use burn::tensor::{backend::Backend, ops::FloatTensor, Tensor, TensorPrimitive};
-use burn_cubecl::{BoolElement, CubeBackend, CubeRuntime, FloatElement, IntElement};
-use burn_fusion::{Fusion, FusionBackend};
 
 /// Geometry of a max-pool over NHWC: kernel, stride, padding (`[h, w]` each; padding counts as `-∞`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,10 +69,6 @@ pub trait NhwcBackend: Backend {
         reference::upsample2x::<Self>(x)
     }
 }
-
-impl<R: CubeRuntime, F: FloatElement, I: IntElement, BT: BoolElement> NhwcBackend for CubeBackend<R, F, I, BT> {}
-impl<B: FusionBackend> NhwcBackend for Fusion<B> {}
-impl<B: NhwcBackend, C: CheckpointStrategy> NhwcBackend for Autodiff<B, C> {}
 
 fn float<B: Backend, const D: usize>(t: Tensor<B, D>) -> FloatTensor<B> {
     t.into_primitive().tensor()

@@ -28,7 +28,7 @@ pub struct YoloOptimizer<B: Backend> {
     scaler: Option<SharedScaler>,
 }
 
-impl<B: Backend> YoloOptimizer<B> {
+impl<B: kernels_cubecl::nhwc::NhwcBackend> YoloOptimizer<B> {
     pub fn new(opt: Optimizer<B>) -> Self {
         YoloOptimizer { inner: Arc::new(Mutex::new(opt)), scaler: None }
     }
@@ -57,7 +57,10 @@ impl<B: Backend> YoloOptimizer<B> {
     }
 }
 
-impl<AB: AutodiffBackend> burn::optim::Optimizer<YoloTrainModel<AB>, AB> for YoloOptimizer<AB::InnerBackend> {
+impl<AB: AutodiffBackend> burn::optim::Optimizer<YoloTrainModel<AB>, AB> for YoloOptimizer<AB::InnerBackend>
+where
+    AB::InnerBackend: kernels_cubecl::nhwc::NhwcBackend,
+{
     type Record = ();
 
     fn step(&mut self, _lr: LearningRate, module: YoloTrainModel<AB>, grads: GradientsParams) -> YoloTrainModel<AB> {

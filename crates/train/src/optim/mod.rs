@@ -19,6 +19,7 @@ use burn::module::{AutodiffModule, ModuleMapper, ModuleVisitor, Param};
 use burn::optim::GradientsParams;
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
+use kernels_cubecl::nhwc::{cat_channels, NhwcBackend};
 
 pub use muon::newton_schulz5;
 pub use state::OptimizerRecord;
@@ -249,6 +250,19 @@ pub struct Optimizer<B: Backend> {
     pub max_grad_norm: Option<f64>,
 }
 
+/// `parts` (1-D) as one tensor, in order: the channel concatenation of `[1, 1, 1, nᵢ]` views (`kernels_cubecl`'s
+/// `cat_channels`: on CubeCL one kernel launch per four parts, where Burn's `Tensor::cat` launches one slice-assign
+/// per part — ~600 per training step for yolo26n's flat groups).
+fn cat_flat<B: NhwcBackend>(parts: Vec<Tensor<B, 1>>) -> Tensor<B, 1> {
+    let n: usize = parts.iter().map(|t| t.dims()[0]).sum();
+    let parts: Vec<Tensor<B, 4>> =
+        parts.into_iter().filter(|t| t.dims()[0] > 0).map(|t| t.clone().reshape([1, 1, 1, t.dims()[0]])).collect();
+    match parts.is_empty() {
+        true => Tensor::zeros([0], &Default::default()),
+        false => cat_channels(parts).reshape([n]),
+    }
+}
+
 /// The state of a group updated as one tensor: its members (name, number of elements) in concatenation order,
 /// the shared step count and the flat buffers.
 #[derive(Clone, Debug)]
@@ -281,7 +295,7 @@ struct Member<B: Backend> {
     grad: Tensor<B, 1>,
 }
 
-impl<B: Backend> Optimizer<B> {
+impl<B: NhwcBackend> Optimizer<B> {
     pub fn new(choice: OptimizerChoice, weight_decay: f64) -> Self {
         Optimizer {
             kind: choice.kind,
@@ -321,7 +335,7 @@ impl<B: Backend> Optimizer<B> {
             return Err(());
         }
         let states: Vec<ParamState<B>> = members.iter().map(|(n, _)| self.state.remove(n).unwrap()).collect();
-        let bufs = (0..nbufs).map(|i| Tensor::cat(states.iter().map(|s| s.bufs[i].clone()).collect(), 0)).collect();
+        let bufs = (0..nbufs).map(|i| cat_flat(states.iter().map(|s| s.bufs[i].clone()).collect())).collect();
         Ok(Some(ParamState { step, bufs }))
     }
 
@@ -416,7 +430,7 @@ impl<B: Backend> Optimizer<B> {
             let plan = match (ms.is_empty(), elementwise) {
                 (true, _) => Plan::Each,
                 (false, true) => match self.take_flat(gi, &layout) {
-                    Ok(state) => Plan::Flat(Tensor::cat(ms.iter().map(|m| m.grad.clone()).collect(), 0), state),
+                    Ok(state) => Plan::Flat(cat_flat(ms.iter().map(|m| m.grad.clone()).collect()), state),
                     Err(()) => Plan::Each,
                 },
                 (false, false) => Plan::Each,
@@ -471,7 +485,7 @@ impl<B: Backend> Optimizer<B> {
             match plan {
                 Plan::Flat(g, state) => {
                     let n = g.dims()[0];
-                    let p = Tensor::cat(ms.iter().map(|m| m.param.clone()).collect(), 0);
+                    let p = cat_flat(ms.iter().map(|m| m.param.clone()).collect());
                     let (p, st) = update(self.kind, &self.groups[gi], &[n], p, clip(g), state);
                     let mut off = 0;
                     let mut layout = Vec::with_capacity(ms.len());

@@ -21,7 +21,7 @@ pub struct OptimizerRecord {
 
 const PREFIX: &str = "optim.";
 
-impl<B: Backend> Optimizer<B> {
+impl<B: kernels_cubecl::nhwc::NhwcBackend> Optimizer<B> {
     /// The record and the buffers (read back to the host).
     pub fn to_record(&self) -> (OptimizerRecord, BTreeMap<String, WeightTensor>) {
         let mut tensors = BTreeMap::new();
