@@ -8,11 +8,13 @@ head (P3, P4, P5) and every parameter gradient are compared with the same step i
 - `tf32`: the forward and the input gradient with x, w, dy rounded to TF32 (10-bit mantissa, round to nearest as
   `__float_to_tf32`), the weight gradient exact (our `ConvMath::Fast`, done right)
 - `tf32-trunc`: the same with truncation (tensor cores reading f32 bits as TF32)
+- `f16`: x, w and dy rounded to float16 in all three passes, products summed in f32 (the convolutions of `--amp`,
+  whose activations are stored in f16; BatchNorm and the loss stay f32 here, so this is a lower bound)
 - `tf32+cubek-dgrad`: `tf32` with cubek-convolution 0.2's backward-data formula for the convs it took before the
   fix (groups 1, both channel counts multiples of 8, stride 2): `dy` read at trunc((ih + pad - kh) / stride)
   without checking that the division is exact
 
-    python tf32_step.py DUMP_DIR IMGSZ BATCH   (init.pt in /tmp, as make_init.py writes it)
+    python tf32_step.py DUMP_DIR IMGSZ BATCH [MODES]   (init.pt in /tmp, as make_init.py writes it; MODES comma-separated)
 """
 import json
 import sys
@@ -41,6 +43,10 @@ def batch_from_dump():
     b = YOLODataset.collate_fn(ss)
     b["img"] = b["img"].float() / 255
     return b
+
+
+def f16(t):
+    return t.half().float() if t.dtype == torch.float32 else t
 
 
 def tf32(t, trunc=False):
@@ -73,25 +79,34 @@ def buggy_dgrad(dy, w, x_shape, stride, pad):
     return dx
 
 
+def rounding(mode):
+    if mode == "f16":
+        return f16
+    if mode.startswith("tf32"):
+        return lambda t: tf32(t, mode == "tf32-trunc")
+    return lambda t: t
+
+
 class Conv(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, w, mode, stride, pad, groups):
         ctx.save_for_backward(x, w)
         ctx.cfg = (mode, stride, pad, groups)
-        r = (lambda t: tf32(t, mode == "tf32-trunc")) if mode.startswith("tf32") else (lambda t: t)
+        r = rounding(mode)
         return F.conv2d(r(x), r(w), None, stride, pad, 1, groups)
 
     @staticmethod
     def backward(ctx, dy):
         x, w = ctx.saved_tensors
         mode, stride, pad, groups = ctx.cfg
-        r = (lambda t: tf32(t, mode == "tf32-trunc")) if mode.startswith("tf32") else (lambda t: t)
+        r = rounding(mode)
         cubek_took_it = groups == 1 and x.shape[1] % 8 == 0 and w.shape[0] % 8 == 0
         if mode == "tf32+cubek-dgrad" and cubek_took_it and stride[0] == 2:
             dx = buggy_dgrad(r(dy), r(w), x.shape, stride[0], pad[0])
         else:
             dx = torch.nn.grad.conv2d_input(x.shape, r(w), r(dy), stride, pad, 1, groups)
-        dw = torch.nn.grad.conv2d_weight(x, w.shape, dy, stride, pad, 1, groups)
+        dw = torch.nn.grad.conv2d_weight(f16(x) if mode == "f16" else x, w.shape, f16(dy) if mode == "f16" else dy,
+                                         stride, pad, 1, groups)
         return dx, dw, None, None, None, None
 
 
@@ -125,7 +140,7 @@ def run(mode):
 
 rel = lambda a, b: float((a - b).norm() / b.norm().clamp_min(1e-30))
 ref_f, ref_g, ref_i = run("f64")
-for mode in ["f32", "tf32", "tf32-trunc", "tf32+cubek-dgrad"]:
+for mode in sys.argv[4].split(",") if len(sys.argv) > 4 else ["f32", "tf32", "tf32-trunc", "f16", "tf32+cubek-dgrad"]:
     f, g, items = run(mode)
     errs = sorted(rel(g[n], ref_g[n]) for n in ref_g if ref_g[n].norm() > 1e-8)
     stem, ref_stem = g["model.0.conv.weight"], ref_g["model.0.conv.weight"]
