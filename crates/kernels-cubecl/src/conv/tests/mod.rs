@@ -196,19 +196,42 @@ pub(crate) fn check_autodiff<B: AutodiffBackend + Conv2dBackend>(
     seed: u64,
     tol: f64,
 ) {
-    for c in cases(seed, Activation::Silu, dtype) {
+    for (i, c) in cases(seed, Activation::Silu, dtype).into_iter().enumerate() {
         let g = &c.geo;
         eprintln!("autodiff {} {dtype:?}", c.name);
         let x = tensor::<B, 4>(&c.x, [g.batch, g.h, g.w, g.c_in], dtype, device).require_grad();
-        let w = tensor::<B, 4>(&c.w, g.weight_shape(), dtype, device).require_grad();
+        // every other case: the weight as the model has it, an OIHW parameter viewed OHWI (a strided view)
+        let w = match i % 2 {
+            0 => tensor::<B, 4>(&c.w, g.weight_shape(), dtype, device).require_grad(),
+            _ => {
+                let [co, kh, kw, ci] = g.weight_shape();
+                let mut oihw = vec![0.0f32; c.w.len()];
+                for o in 0..co {
+                    for t in 0..kh * kw {
+                        for k in 0..ci {
+                            oihw[(o * ci + k) * kh * kw + t] = c.w[(o * kh * kw + t) * ci + k];
+                        }
+                    }
+                }
+                tensor::<B, 4>(&oihw, [co, ci, kh, kw], dtype, device).require_grad()
+            }
+        };
+        let w_view = match i % 2 {
+            0 => w.clone(),
+            _ => w.clone().permute([0, 2, 3, 1]),
+        };
         let bias = tensor::<B, 1>(&c.bias, [g.c_out], dtype, device).require_grad();
         let r = tensor::<B, 4>(&c.r, g.out_shape(), dtype, device);
-        let y = conv2d_nhwc(x.clone(), w.clone(), Some(bias.clone()), c.spec);
+        let y = conv2d_nhwc(x.clone(), w_view, Some(bias.clone()), c.spec);
         let grads = (y * r).sum().backward();
         let (_, dx, dw, db) = naive_backward(&c);
         let got = |t: Option<Tensor<B::InnerBackend, 4>>| to_vec(t.expect("gradient"));
         assert_close("  dx", &got(x.grad(&grads)), &dx, tol);
-        assert_close("  dw", &got(w.grad(&grads)), &dw, tol);
+        let dw_got = match i % 2 {
+            0 => got(w.grad(&grads)),
+            _ => to_vec(w.grad(&grads).expect("gradient").permute([0, 2, 3, 1])),
+        };
+        assert_close("  dw", &dw_got, &dw, tol);
         assert_close("  db", &to_vec(bias.grad(&grads).expect("bias gradient")), &db, tol);
     }
 }
