@@ -90,10 +90,11 @@ pub fn decode_end2end<B: YoloBackend>(head: &HeadOutput<B>, anchors: &Anchors<B>
     let [b, nc, a] = head.scores.dims();
     let k = max_det.min(a);
     let boxes = decode_boxes(head.boxes.clone(), anchors, false).swap_dims(1, 2); // [B, A, 4]
-                                                                                  // ultralytics takes sigmoid(scores) of every anchor and class, then the max over classes. The f32 sigmoid is
-                                                                                  // monotone non-decreasing, so the max of the sigmoids is the sigmoid of the max logit, bit for bit, and the
-                                                                                  // selected rows' sigmoids are the same numbers: only A + k·nc sigmoids instead of A·nc (a serial 3 ms of the
-                                                                                  // CPU forward), and no strided [B, A, nc] view.
+
+    // ultralytics takes sigmoid(scores) of every anchor and class, then the max over classes. The f32 sigmoid is
+    // monotone non-decreasing, so the max of the sigmoids is the sigmoid of the max logit, bit for bit, and the
+    // selected rows' sigmoids are the same numbers: only A + k·nc sigmoids instead of A·nc (a serial 3 ms of the
+    // CPU forward), and no strided [B, A, nc] view.
     let sigmoid = burn::tensor::activation::sigmoid::<3, B>;
     let best: Tensor<B, 2> = sigmoid(head.scores.clone().max_dim(1)).squeeze_dim(1); // [B, A]
     let (_, ori_index) = topk_rows(best, k); // [B, k], on the device (kernels_cubecl::topk)
