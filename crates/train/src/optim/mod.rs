@@ -255,12 +255,17 @@ pub struct Optimizer<B: Backend> {
 /// per part — ~600 per training step for yolo26n's flat groups).
 fn cat_flat<B: NhwcBackend>(parts: Vec<Tensor<B, 1>>) -> Tensor<B, 1> {
     let n: usize = parts.iter().map(|t| t.dims()[0]).sum();
-    let parts: Vec<Tensor<B, 4>> =
-        parts.into_iter().filter(|t| t.dims()[0] > 0).map(|t| t.clone().reshape([1, 1, 1, t.dims()[0]])).collect();
-    match parts.is_empty() {
-        true => Tensor::zeros([0], &Default::default()),
-        false => cat_channels(parts).reshape([n]),
+    if n == 0 {
+        return Tensor::cat(parts, 0); // nothing to copy (and the parts' device)
     }
+    let parts: Vec<Tensor<B, 4>> = parts
+        .into_iter()
+        .filter_map(|t| {
+            let len = t.dims()[0];
+            (len > 0).then(|| t.reshape([1, 1, 1, len]))
+        })
+        .collect();
+    cat_channels(parts).reshape([n])
 }
 
 /// The state of a group updated as one tensor: its members (name, number of elements) in concatenation order,
