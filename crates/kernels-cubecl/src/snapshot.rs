@@ -208,7 +208,7 @@ pub fn all_sources() -> Vec<KernelSource> {
 #[cfg(feature = "cuda")]
 mod tensor_core;
 #[cfg(feature = "cuda")]
-pub use tensor_core::{fa2_forward_cmma_cuda, fa2_mma_cuda};
+pub use tensor_core::{conv_wgrad_cmma_cuda, fa2_forward_cmma_cuda, fa2_mma_cuda};
 
 #[cfg(test)]
 mod tests {
@@ -224,6 +224,18 @@ mod tests {
             std::fs::write(std::path::Path::new(&dir).join("fa2_forward_cmma_f16_dk32_dv64.cu"), &src).expect("write");
         }
         insta::assert_snapshot!("fa2_forward_cmma_f16_dk32_dv64.cu", src);
+    }
+
+    #[cfg(feature = "cuda")]
+    #[test]
+    fn snapshot_conv_wgrad_cmma_source() {
+        let src = conv_wgrad_cmma_cuda();
+        assert!(src.contains("mma_sync"), "no tensor-core instruction in the conv weight gradient");
+        if let Ok(dir) = std::env::var("KERNEL_SOURCE_DUMP") {
+            std::fs::create_dir_all(&dir).expect("create KERNEL_SOURCE_DUMP dir");
+            std::fs::write(std::path::Path::new(&dir).join("conv_wgrad_cmma_f16_64x64.cu"), &src).expect("write");
+        }
+        insta::assert_snapshot!("conv_wgrad_cmma_f16_64x64.cu", src);
     }
 
     #[cfg(feature = "cuda")]

@@ -278,17 +278,20 @@ impl<B: YoloBackend> Detector<B> {
     /// pixels + class scores, ultralytics' one-to-many `y`) for [`DecodeMode::Nms`], `[B, max_det, 6]` rows
     /// (`x1, y1, x2, y2, score, class`, the one-to-one top-k) for [`DecodeMode::EndToEnd`].
     pub fn infer_device(&self, x: Tensor<B, 4>) -> Tensor<B, 3> {
-        let x = if self.opts.half { x.cast(DType::F16) } else { x };
-        let feats = self.model.forward_features(x);
-        let shapes = crate::nn::head::feature_shapes(&feats);
-        let anchors = self.anchors_for(&shapes);
-        match self.opts.mode {
-            DecodeMode::EndToEnd => {
-                let head = self.model.layer23.forward_one2one(&feats);
-                decode_end2end(&head, &anchors, self.opts.max_det)
+        // on the CPU, the whole forward on one of rayon's threads (see `on_host_pool`)
+        kernels_cubecl::conv::on_host_pool::<B, _>(|| {
+            let x = if self.opts.half { x.cast(DType::F16) } else { x };
+            let feats = self.model.forward_features(x);
+            let shapes = crate::nn::head::feature_shapes(&feats);
+            let anchors = self.anchors_for(&shapes);
+            match self.opts.mode {
+                DecodeMode::EndToEnd => {
+                    let head = self.model.layer23.forward_one2one(&feats);
+                    decode_end2end(&head, &anchors, self.opts.max_det)
+                }
+                DecodeMode::Nms => decode_one2many(&self.model.layer23.forward_one2many(&feats), &anchors),
             }
-            DecodeMode::Nms => decode_one2many(&self.model.layer23.forward_one2many(&feats), &anchors),
-        }
+        })
     }
 
     /// The host part of [`Detector::infer`] (ultralytics `non_max_suppression`): the confidence filter of the

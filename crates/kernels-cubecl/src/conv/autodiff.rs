@@ -19,6 +19,7 @@ fn bias_grad<B: Conv2dBackend>(dy: FloatTensor<B>) -> FloatTensor<B> {
 
 impl<B: Conv2dBackend, C: CheckpointStrategy> Conv2dBackend for Autodiff<B, C> {
     const ROW_REDUCTIONS_ARE_FAST: bool = B::ROW_REDUCTIONS_ARE_FAST;
+    const HOST_POOL: bool = B::HOST_POOL;
 
     fn conv2d_nhwc(
         x: FloatTensor<Self>,

@@ -18,6 +18,7 @@ use rayon::prelude::*;
 
 use super::flex::{for_taps, im2col, TILE};
 use super::{reference_backward_data, reference_backward_weight, Conv2dGeometry, Conv2dSpec};
+use crate::flex_buf::dense;
 
 /// Whether the f32 CPU gradients handle this convolution (otherwise: the reference).
 fn supported(g: &Conv2dGeometry, ts: [&FlexTensor; 3]) -> bool {
@@ -26,7 +27,7 @@ fn supported(g: &Conv2dGeometry, ts: [&FlexTensor; 3]) -> bool {
 
 /// `(x, w, dy)` as contiguous tensors (read through [`slice`]).
 fn contiguous(x: FlexTensor, w: FlexTensor, dy: FlexTensor) -> [FlexTensor; 3] {
-    [x.to_contiguous(), w.to_contiguous(), dy.to_contiguous()]
+    [dense(x), dense(w), dense(dy)]
 }
 
 fn slice(t: &FlexTensor) -> &[f32] {

@@ -217,6 +217,19 @@ pub fn weight_to_ohwi<B: Backend>(w: Tensor<B, 4>) -> Tensor<B, 4> {
     flat.reshape([dims[0], dims[2], dims[3], dims[1]])
 }
 
+/// `f()` on a thread of rayon's global pool when `B` computes there ([`Conv2dBackend::HOST_POOL`]; the calling
+/// thread waits once), else on the calling thread (GPU backends keep their per-thread streams). Measured on a
+/// 2-core VM (2026-12-08, `yolo26 bench --device cpu --batch 1`, 3 alternated pairs): forward medians 56.4 /
+/// 47.7 / 44.7 → 52.8 / 45.1 / 39.7 ms.
+pub fn on_host_pool<B: Conv2dBackend, T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    if !B::HOST_POOL || rayon::current_thread_index().is_some() {
+        return f();
+    }
+    let mut out = None;
+    rayon::scope(|s| s.spawn(|_| out = Some(f())));
+    out.expect("the pool ran the closure")
+}
+
 /// Backend extension: the NHWC convolution and its gradients.
 pub trait Conv2dBackend: Backend {
     /// Whether reducing an NHWC activation seen as the row-major `[B·H·W, C]` matrix over its rows (`mean_dim(0)`)
@@ -226,6 +239,11 @@ pub trait Conv2dBackend: Backend {
     /// a reduction to a handful of columns is nearly serial there (a yolo26n training step on an H100 took 5,970
     /// ms that way), so column reductions go in steps there ([`row_stages`]).
     const ROW_REDUCTIONS_ARE_FAST: bool = false;
+
+    /// Whether this backend computes on the host's rayon pool (Flex). Callers then run a whole forward on a pool
+    /// thread ([`on_host_pool`]), so the ops' parallel loops start from a worker instead of waking the calling
+    /// thread around every op.
+    const HOST_POOL: bool = false;
 
     /// `act(conv(x, w) + bias)`, `[B, OH, OW, Co]` (see [`conv2d_nhwc`]).
     fn conv2d_nhwc(

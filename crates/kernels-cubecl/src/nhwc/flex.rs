@@ -5,7 +5,7 @@ use burn::backend::Flex;
 use burn::tensor::{DType, TensorData};
 
 use super::{reference, NhwcBackend, PoolSpec};
-use crate::flex_buf::par_filled;
+use crate::flex_buf::{dense, par_filled};
 
 impl NhwcBackend for Flex {
     fn max_pool2d_nhwc(x: FlexTensor, spec: PoolSpec) -> FlexTensor {
@@ -14,7 +14,7 @@ impl NhwcBackend for Flex {
         }
         let [b, h, w, c] = dims4(&x);
         let [oh, ow] = spec.out_hw(h, w);
-        let x = x.to_contiguous();
+        let x = dense(x);
         let xs: &[f32] = x.as_slice().expect("contiguous f32");
         let out = par_filled(
             b * oh * ow * c,
@@ -47,7 +47,7 @@ impl NhwcBackend for Flex {
             return reference::cat_channels::<Self>(xs);
         }
         let [b, h, w, _] = dims4(&xs[0]);
-        let xs: Vec<FlexTensor> = xs.into_iter().map(|x| x.to_contiguous()).collect();
+        let xs: Vec<FlexTensor> = xs.into_iter().map(dense).collect();
         let parts: Vec<(&[f32], usize)> =
             xs.iter().map(|x| (x.as_slice().expect("contiguous f32"), dims4(x)[3])).collect();
         let ct: usize = parts.iter().map(|p| p.1).sum();
@@ -77,7 +77,7 @@ impl NhwcBackend for Flex {
             return reference::upsample2x::<Self>(x);
         }
         let [b, h, w, c] = dims4(&x);
-        let x = x.to_contiguous();
+        let x = dense(x);
         let xs: &[f32] = x.as_slice().expect("contiguous f32");
         let out = par_filled(
             b * 4 * h * w * c,

@@ -16,6 +16,7 @@ use rayon::prelude::*;
 use super::{reference, BatchNormSpec, NormBackend};
 use crate::conv::flex::exp;
 use crate::conv::Activation;
+use crate::flex_buf::dense;
 
 /// Rows per parallel task (and per block of partial sums).
 const ROWS: usize = 256;
@@ -32,7 +33,7 @@ impl NormBackend for Flex {
         }
         let shape = x.layout().shape().clone();
         let c = shape[shape.num_dims() - 1];
-        let (x, gamma, beta) = (x.to_contiguous(), gamma.to_contiguous(), beta.to_contiguous());
+        let (x, gamma, beta) = (dense(x), dense(gamma), dense(beta));
         let xs: &[f32] = x.as_slice().expect("contiguous f32");
         let (g, b): (&[f32], &[f32]) = (gamma.as_slice().expect("f32"), beta.as_slice().expect("f32"));
         let n = xs.len().checked_div(c).unwrap_or(0);
@@ -72,7 +73,7 @@ impl NormBackend for Flex {
         }
         let shape = x.layout().shape().clone();
         let c = shape[shape.num_dims() - 1];
-        let [x, gamma, beta, mean, var, dy] = [x, gamma, beta, mean, var, dy].map(|t| t.to_contiguous());
+        let [x, gamma, beta, mean, var, dy] = [x, gamma, beta, mean, var, dy].map(dense);
         let f = |t: &FlexTensor| -> Vec<f32> { t.as_slice::<f32>().expect("contiguous f32").to_vec() };
         let (g, b, mu, var) = (f(&gamma), f(&beta), f(&mean), f(&var));
         let (xs, dys): (&[f32], &[f32]) = (x.as_slice().expect("f32"), dy.as_slice().expect("f32"));

@@ -5,9 +5,14 @@
 //!   partials (split-K).
 //! - [`depthwise`]: `groups = Ci = Co` forward, input gradient, weight-gradient partials.
 //! - [`act`]: SiLU in place (after cubek's tensor-core GEMM, which adds the bias but has no activation).
+//! - [`wgrad_cmma`]: the weight-gradient partials on tensor cores (CubeCL `cmma`, f16/bf16; CUDA).
+//! - [`spread`]: a strided conv's output gradient spread onto the stride-1 grid (zeros between), for cubek's
+//!   stride-1 backward-data GEMM.
 pub mod act;
 pub mod depthwise;
 pub mod gemm;
+pub mod spread;
+pub mod wgrad_cmma;
 
 use burn_cubecl::{tensor::CubeTensor, CubeRuntime};
 use cubecl::prelude::*;
@@ -339,5 +344,11 @@ pub(crate) fn snapshot() -> Vec<(&'static str, cubecl::prelude::KernelDefinition
             [T, T, T, geo(), S, 9u32, F32]
         ),
         kernel_def!("conv_silu_inplace_f32", act::silu_inplace_kernel::SiluInplaceKernel<R>, units = 256, [T, S, F32]),
+        kernel_def!(
+            "conv_spread_f32",
+            spread::spread_kernel::SpreadKernel<R>,
+            units = 256,
+            [T, T, S, S, S, S, S, S, S, S, F32]
+        ),
     ]
 }

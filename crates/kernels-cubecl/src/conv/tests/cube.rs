@@ -61,6 +61,14 @@ pub(crate) fn check_kernels<R: CubeRuntime, BT: BoolElement>(device: &R::Device,
         let per = g.c_out * n;
         let dw: Vec<f32> = (0..per).map(|i| (0..splits).map(|s| part[s * per + i]).sum()).collect();
         assert_close(&format!("  dw ({splits} splits)"), &dw, &want_dw, grad_tolerance(dtype));
+        if !g.depthwise() && kernels::wgrad_cmma::supported(&x) {
+            let (splits, _) = kernels::wgrad_cmma::splits(&g);
+            let part = poisoned::<R, BT, 3>([splits, g.c_out, n], DType::F32, device);
+            kernels::wgrad_cmma::launch(&g, &d, &x, &part);
+            let part = download::<R, BT, 3>(part);
+            let dw: Vec<f32> = (0..per).map(|i| (0..splits).map(|s| part[s * per + i]).sum()).collect();
+            assert_close(&format!("  dw tensor cores ({splits} splits)"), &dw, &want_dw, grad_tolerance(dtype));
+        }
     }
 }
 
@@ -100,6 +108,33 @@ pub(crate) fn check_strided_and_fast<R: CubeRuntime, BT: BoolElement>(device: &R
         let got = Cb::<R, BT>::conv2d_nhwc_backward_data(prim(x), prim(w), d, fast.with_activation(Activation::None));
         let got = to_vec(crate::tensor_util::float::<Cb<R, BT>, 4>(got));
         assert_close("  fast dx", &got, &want_dx, fast_tol);
+    }
+}
+
+/// The spread of a strided conv's output gradient onto the stride-1 grid (`kernels::spread`, the first step of the
+/// fast strided input gradient), raw into a NaN-poisoned output, against the host: strides 2 and 3, odd and even
+/// sizes, a grid one row and column larger than `(OH − 1)·s + 1`.
+pub(crate) fn check_spread<R: CubeRuntime, BT: BoolElement>(device: &R::Device, dtype: DType, seed: u64) {
+    let mut rng = crate::test_util::Rng::new(seed);
+    let cases: [(usize, usize, usize, usize, [usize; 2], usize, usize); 3] =
+        [(2, 5, 4, 8, [2, 2], 10, 8), (1, 3, 3, 16, [3, 3], 8, 7), (2, 4, 6, 3, [2, 1], 8, 6)];
+    for (b, oh, ow, c, s, h2, w2) in cases {
+        let dy = round_to(rng.uniform(b * oh * ow * c, 1.0), dtype);
+        let mut want = vec![0.0f64; b * h2 * w2 * c];
+        for bb in 0..b {
+            for r in 0..oh {
+                for q in 0..ow {
+                    for ch in 0..c {
+                        want[((bb * h2 + r * s[0]) * w2 + q * s[1]) * c + ch] =
+                            dy[((bb * oh + r) * ow + q) * c + ch] as f64;
+                    }
+                }
+            }
+        }
+        let d = upload::<R, BT, 4>(&dy, [b, oh, ow, c], dtype, device);
+        let out = poisoned::<R, BT, 4>([b, h2, w2, c], dtype, device);
+        kernels::spread::launch_spread(&d, &out, s);
+        assert_close(&format!("spread {dtype:?} s{s:?}"), &download::<R, BT, 4>(out), &want, 0.0);
     }
 }
 

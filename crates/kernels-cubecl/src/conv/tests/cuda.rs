@@ -5,7 +5,7 @@ use burn::tensor::DType;
 use burn_cubecl::CubeBackend;
 use cubecl::cuda::CudaRuntime;
 
-use super::cube::{check_kernels, check_strided_and_fast};
+use super::cube::{check_kernels, check_spread, check_strided_and_fast};
 use super::*;
 
 type Bt = u8;
@@ -18,6 +18,7 @@ fn device() -> CudaDevice {
 fn conv_cuda_kernels() {
     for (n, dtype) in [DType::F32, DType::F16, DType::BF16].into_iter().enumerate() {
         check_kernels::<CudaRuntime, Bt>(&device(), dtype, 300 + n as u64);
+        check_spread::<CudaRuntime, Bt>(&device(), dtype, 330 + n as u64);
     }
 }
 

@@ -3,7 +3,7 @@ use burn::backend::wgpu::{CubeBackend, WgpuDevice, WgpuRuntime};
 use burn::backend::{Autodiff, Wgpu};
 use burn::tensor::DType;
 
-use super::cube::{check_kernels, check_strided_and_fast};
+use super::cube::{check_kernels, check_spread, check_strided_and_fast};
 use super::*;
 
 type Bt = u32;
@@ -15,6 +15,8 @@ fn device() -> WgpuDevice {
 #[test]
 fn conv_wgpu_kernels_f32() {
     check_kernels::<WgpuRuntime, Bt>(&device(), DType::F32, 200);
+    check_spread::<WgpuRuntime, Bt>(&device(), DType::F32, 207);
+    check_spread::<WgpuRuntime, Bt>(&device(), DType::F16, 208);
 }
 
 #[test]
