@@ -163,8 +163,16 @@ pub(super) fn im2col(g: &Conv2dGeometry, xs: &[f32], m0: usize, rows: usize, col
         let m = m0 + r;
         let (b, oh, ow) = (m / (g.oh * g.ow), (m / g.ow) % g.oh, m % g.ow);
         let dst = &mut col[r * k..(r + 1) * k];
+        // the row's taps inside the image along w, when they are adjacent pixels (dilation 1): one copy per kh
+        let iw0 = (ow * g.stride[1]).checked_sub(g.padding[1]);
+        let run = iw0.filter(|&i| g.dilation[1] == 1 && i + g.kw <= g.w);
         for kh in 0..g.kh {
             let ih = (oh * g.stride[0] + kh * g.dilation[0]).checked_sub(g.padding[0]).filter(|&i| i < g.h);
+            if let (Some(ih), Some(iw0)) = (ih, run) {
+                let row = &mut dst[kh * g.kw * ci..(kh + 1) * g.kw * ci];
+                row.copy_from_slice(&xs[((b * g.h + ih) * g.w + iw0) * ci..][..g.kw * ci]);
+                continue;
+            }
             for kw in 0..g.kw {
                 let tap = &mut dst[(kh * g.kw + kw) * ci..][..ci];
                 let iw = (ow * g.stride[1] + kw * g.dilation[1]).checked_sub(g.padding[1]).filter(|&i| i < g.w);

@@ -220,7 +220,10 @@ pub fn weight_to_ohwi<B: Backend>(w: Tensor<B, 4>) -> Tensor<B, 4> {
 /// `f()` on a thread of rayon's global pool when `B` computes there ([`Conv2dBackend::HOST_POOL`]; the calling
 /// thread waits once), else on the calling thread (GPU backends keep their per-thread streams). Measured on a
 /// 2-core VM (2026-12-08, `yolo26 bench --device cpu --batch 1`, 3 alternated pairs): forward medians 56.4 /
-/// 47.7 / 44.7 → 52.8 / 45.1 / 39.7 ms.
+/// 47.7 / 44.7 → 52.8 / 45.1 / 39.7 ms. Used for inference only: with a training step's forward and backward
+/// wrapped too, one run of the integration tests (tests in parallel threads of one process) saw an amp step
+/// whose gradients lacked 6 of 366 parameters (not reproduced in 7 runs of the test alone; not understood), so
+/// Autodiff work stays on the caller's thread.
 pub fn on_host_pool<B: Conv2dBackend, T: Send>(f: impl FnOnce() -> T + Send) -> T {
     if !B::HOST_POOL || rayon::current_thread_index().is_some() {
         return f();

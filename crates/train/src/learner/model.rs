@@ -127,9 +127,7 @@ impl<B: AutodiffBackend + TrainBackend> YoloTrainModel<B> {
         let images = if self.loss.scaler.is_some() { images.cast(DType::F16) } else { images };
         let gt = batch_targets::<B>(&batch, &device);
         mark(Phase::Upload);
-        // on the CPU, forward and backward each on one of rayon's threads (`on_host_pool`)
-        let loss = self.loss.loss();
-        let out = kernels_cubecl::conv::on_host_pool::<B, _>(|| train_forward(&self.model, &loss, images, &gt));
+        let out = train_forward(&self.model, &self.loss.loss(), images, &gt);
         // logged items: the one-to-one branch's per image (ultralytics `E2ELoss` returns `loss_one2one[1]`, the
         // detached items before the batch-size factor)
         let items = out.one2one.items.clone().div_scalar(batch.len() as f64);
@@ -140,7 +138,7 @@ impl<B: AutodiffBackend + TrainBackend> YoloTrainModel<B> {
             Some(scaler) => out.total.mul_scalar(scaler.scale()),
             None => out.total,
         };
-        let grads = kernels_cubecl::conv::on_host_pool::<B, _>(|| total.backward());
+        let grads = total.backward();
         let items = items.into_data().convert::<f64>().to_vec::<f64>().unwrap_or_default();
         let items = [0, 1, 2].map(|i| items.get(i).copied().unwrap_or(f64::NAN));
         mark(Phase::Backward);
