@@ -60,6 +60,10 @@ fn main() {
     restore_sigpipe();
     keep_freed_memory();
     let cli = Cli::parse();
+    // opt-in until measured on a GPU (see `kernels_cubecl::conv::set_tensor_core_gradients`)
+    if std::env::var("YOLO26_TC_GRADS").is_ok_and(|v| v == "1") {
+        yolo26_model::nn::conv::set_tensor_core_gradients(true);
+    }
     let result = match cli.cmd {
         Cmd::Predict(a) => predict::run(a),
         Cmd::Train(a) => train::run(a),

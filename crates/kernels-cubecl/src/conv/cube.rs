@@ -4,8 +4,8 @@
 //! | case | forward | input gradient | weight gradient |
 //! |---|---|---|---|
 //! | depthwise (`groups = Ci = Co`) | `dw_forward` (bias, act) | `dw_dgrad` | `dw_wgrad` partials + sum |
-//! | `ConvMath::Fast`, `groups = 1`, cubek accepts it | cubek implicit GEMM (bias) + SiLU in place | cubek backward-data (stride 1; strided: of `dy` spread onto the stride-1 grid, [`strided_fast_dgrad`]) | as below |
-//! | otherwise | `conv_gemm` `FWD` (bias, act) | `conv_gemm` `DGRAD` | f16/bf16 where the device has `cmma`: `wgrad_cmma` partials + sum (any `ConvMath`: f16 products are exact in f32); else `conv_gemm` `WGRAD` partials + sum |
+//! | `ConvMath::Fast`, `groups = 1`, cubek accepts it | cubek implicit GEMM (bias) + SiLU in place | cubek backward-data (stride 1; strided, with [`super::set_tensor_core_gradients`] on: of `dy` spread onto the stride-1 grid, [`strided_fast_dgrad`]) | as below |
+//! | otherwise | `conv_gemm` `FWD` (bias, act) | `conv_gemm` `DGRAD` | f16/bf16 where the device has `cmma` and [`super::set_tensor_core_gradients`] is on: `wgrad_cmma` partials + sum (any `ConvMath`: f16 products are exact in f32); else `conv_gemm` `WGRAD` partials + sum |
 //!
 //! F64 goes through the reference (the kernels compute in f32).
 use burn::tensor::ops::FloatTensorOps;
@@ -144,7 +144,7 @@ pub fn backward_data<R: CubeRuntime>(
         && if cubek_dgrad_fits(&geo) {
             cubek_pass(Pass::BackwardData, &geo, &dy, &w, None, &dx).is_ok()
         } else {
-            strided_fast_dgrad(&geo, &spec, &dy, &w, &dx)
+            super::tensor_core_gradients() && strided_fast_dgrad(&geo, &spec, &dy, &w, &dx)
         })
     {
         let (m, n, _) = kernels::gemm_dims(&geo, gemm::DGRAD);
@@ -172,7 +172,7 @@ pub fn backward_weight_partials<R: CubeRuntime>(
         let part = empty(&x, Shape::new([chunks, geo.c_out, taps]), DType::F32);
         kernels::launch_dw_wgrad(&geo, &x, &dy, &part);
         part
-    } else if kernels::wgrad_cmma::supported(&x) {
+    } else if super::tensor_core_gradients() && kernels::wgrad_cmma::supported(&x) {
         let (_, n, _) = kernels::gemm_dims(&geo, gemm::WGRAD);
         let (splits, _) = kernels::wgrad_cmma::splits(&geo);
         let part = empty(&x, Shape::new([splits, geo.c_out, n]), DType::F32);
@@ -226,7 +226,7 @@ fn cubek_dgrad_channels(geo: &Conv2dGeometry) -> bool {
 /// dilation. `s²` times the products of the exact sum, on tensor cores: measured on an H100 (2026-12-08, `--amp`,
 /// batch 64 at 640), the exact kernel took 39.7 ms of a 188 ms training step for yolo26n's six stride-2 input
 /// gradients. `false` (nothing written to `dx`) when cubek cannot run it.
-fn strided_fast_dgrad<R: CubeRuntime>(
+pub(crate) fn strided_fast_dgrad<R: CubeRuntime>(
     geo: &Conv2dGeometry,
     spec: &Conv2dSpec,
     dy: &CubeTensor<R>,

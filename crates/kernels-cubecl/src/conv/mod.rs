@@ -217,6 +217,21 @@ pub fn weight_to_ohwi<B: Backend>(w: Tensor<B, 4>) -> Tensor<B, 4> {
     flat.reshape([dims[0], dims[2], dims[3], dims[1]])
 }
 
+static TENSOR_CORE_GRADIENTS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Opt-in, process-wide: the tensor-core gradient kernels written on 2026-12-08 and not yet run on a GPU — the
+/// f16/bf16 weight gradient on `cmma` (`kernels::wgrad_cmma`) and strided input gradients of `ConvMath::Fast`
+/// through cubek's stride-1 GEMM (`cube::strided_fast_dgrad`). Off: the exact kernels, as before. The `yolo26`
+/// CLI turns it on when the environment has `YOLO26_TC_GRADS=1`.
+pub fn set_tensor_core_gradients(on: bool) {
+    TENSOR_CORE_GRADIENTS.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether [`set_tensor_core_gradients`] is on.
+pub fn tensor_core_gradients() -> bool {
+    TENSOR_CORE_GRADIENTS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// `f()` on a thread of rayon's global pool when `B` computes there ([`Conv2dBackend::HOST_POOL`]; the calling
 /// thread waits once), else on the calling thread (GPU backends keep their per-thread streams). Measured on a
 /// 2-core VM (2026-12-08, `yolo26 bench --device cpu --batch 1`, 3 alternated pairs): forward medians 56.4 /

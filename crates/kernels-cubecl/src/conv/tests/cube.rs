@@ -116,9 +116,11 @@ pub(crate) fn check_strided_and_fast<R: CubeRuntime, BT: BoolElement>(device: &R
 /// sizes, a grid one row and column larger than `(OH − 1)·s + 1`.
 pub(crate) fn check_spread<R: CubeRuntime, BT: BoolElement>(device: &R::Device, dtype: DType, seed: u64) {
     let mut rng = crate::test_util::Rng::new(seed);
-    let cases: [(usize, usize, usize, usize, [usize; 2], usize, usize); 3] =
-        [(2, 5, 4, 8, [2, 2], 10, 8), (1, 3, 3, 16, [3, 3], 8, 7), (2, 4, 6, 3, [2, 1], 8, 6)];
-    for (b, oh, ow, c, s, h2, w2) in cases {
+    // [B, OH, OW, C] spread at strides s onto [B, H2, W2, C]
+    type SpreadCase = ([usize; 4], [usize; 2], [usize; 2]);
+    let cases: [SpreadCase; 3] =
+        [([2, 5, 4, 8], [2, 2], [10, 8]), ([1, 3, 3, 16], [3, 3], [8, 7]), ([2, 4, 6, 3], [2, 1], [8, 6])];
+    for ([b, oh, ow, c], s, [h2, w2]) in cases {
         let dy = round_to(rng.uniform(b * oh * ow * c, 1.0), dtype);
         let mut want = vec![0.0f64; b * h2 * w2 * c];
         for bb in 0..b {

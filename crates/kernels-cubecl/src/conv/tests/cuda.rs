@@ -34,4 +34,8 @@ fn conv_cuda_fusion_and_autodiff() {
 fn conv_cuda_strided_and_fast() {
     // Fast = TF32 tensor cores for f32 (10-bit mantissa products): ~1e-3 relative
     check_strided_and_fast::<CudaRuntime, Bt>(&device(), 320, 5e-3);
+    // the opt-in strided path (dy spread onto the stride-1 grid, cubek's stride-1 GEMM)
+    crate::conv::set_tensor_core_gradients(true);
+    check_strided_and_fast::<CudaRuntime, Bt>(&device(), 321, 5e-3);
+    crate::conv::set_tensor_core_gradients(false);
 }
