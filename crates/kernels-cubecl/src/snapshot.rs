@@ -179,6 +179,27 @@ pub(crate) const T: TensorCompilationArg = TensorCompilationArg { inplace: None 
 pub(crate) const S: () = ();
 /// The f32 storage type (a `#[define(F)]` dtype argument).
 pub(crate) const F32: StorageType = StorageType::Scalar(ElemType::Float(FloatKind::F32));
+/// The conv kernels' geometry argument: every field a launch-time scalar.
+pub(crate) fn conv_geo() -> crate::conv::kernels::gemm::GeoCompilationArg {
+    crate::conv::kernels::gemm::GeoCompilationArg {
+        b: S,
+        h: S,
+        w: S,
+        ci: S,
+        oh: S,
+        ow: S,
+        co: S,
+        kh: S,
+        kw: S,
+        sh: S,
+        sw: S,
+        ph: S,
+        pw: S,
+        dh: S,
+        dw: S,
+        groups: S,
+    }
+}
 /// The i32 storage type (a `#[define(I)]` dtype argument).
 pub(crate) const I32: StorageType = StorageType::Scalar(ElemType::Int(IntKind::I32));
 

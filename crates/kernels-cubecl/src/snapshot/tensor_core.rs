@@ -117,31 +117,13 @@ pub fn fa2_mma_cuda() -> Vec<(&'static str, String)> {
 /// CUDA C++ of the tensor-core conv weight gradient (`conv::kernels::wgrad_cmma`, f16, 64 × 64 tiles). CUDA only
 /// (`wmma`).
 pub fn conv_wgrad_cmma_cuda() -> String {
-    use crate::conv::kernels::{gemm, wgrad_cmma};
-    use crate::snapshot::S;
+    use crate::conv::kernels::wgrad_cmma;
     let f16_ty: StorageType = half::f16::as_type_native_unchecked().storage_type();
     let t = || TensorCompilationArg { inplace: None };
     let settings = KernelSettings::default()
         .cube_dim(CubeDim::new_2d(wgrad_cmma::PLANE, wgrad_cmma::PLANES))
         .address_type(AddressType::U32);
-    let geo = gemm::GeoCompilationArg {
-        b: S,
-        h: S,
-        w: S,
-        ci: S,
-        oh: S,
-        ow: S,
-        co: S,
-        kh: S,
-        kw: S,
-        sh: S,
-        sw: S,
-        ph: S,
-        pw: S,
-        dh: S,
-        dw: S,
-        groups: S,
-    };
+    let geo = crate::snapshot::conv_geo();
     let def = wgrad_cmma::wgrad_cmma_kernel::WgradCmmaKernel::<WgpuRuntime>::new(
         settings,
         client(),

@@ -293,25 +293,7 @@ pub fn launch_dw_wgrad<R: CubeRuntime>(
 #[cfg(feature = "wgpu")]
 pub(crate) fn snapshot() -> Vec<(&'static str, cubecl::prelude::KernelDefinition)> {
     use crate::snapshot::{kernel_def, F32, R, S, T};
-    // the geometry's fields are launch-time scalars
-    let geo = || gemm::GeoCompilationArg {
-        b: S,
-        h: S,
-        w: S,
-        ci: S,
-        oh: S,
-        ow: S,
-        co: S,
-        kh: S,
-        kw: S,
-        sh: S,
-        sw: S,
-        ph: S,
-        pw: S,
-        dh: S,
-        dw: S,
-        groups: S,
-    };
+    let geo = crate::snapshot::conv_geo;
     let gemm_def = |name: &'static str, pass: u32, t: Tile, bias: bool, act: u32| {
         let (_, def) = kernel_def!(
             "conv_gemm",
