@@ -230,8 +230,40 @@ fn tap_major(w: &[f32], rows: usize, taps: usize) -> Vec<f32> {
 }
 
 /// One output row (`row` = `b·OH + oh`, `y = [OW, C]`) of a depthwise convolution; `wt` = `[taps, C]` (channels
-/// contiguous per tap, so the channel loop is lane-wise on both operands).
+/// contiguous per tap, so the channel loop is lane-wise on both operands). An AVX-512 or AVX2 copy where the CPU has
+/// it (the CPU checked once per row; separate multiply and add, no fused multiply-add, so every copy gives the same
+/// bits).
 fn depthwise_row(g: &Conv2dGeometry, xs: &[f32], wt: &[f32], row: usize, y: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU supports AVX-512F (checked just above).
+            unsafe { depthwise_row_avx512(g, xs, wt, row, y) };
+            return;
+        }
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2 (checked just above).
+            unsafe { depthwise_row_avx2(g, xs, wt, row, y) };
+            return;
+        }
+    }
+    depthwise_row_generic(g, xs, wt, row, y)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn depthwise_row_avx512(g: &Conv2dGeometry, xs: &[f32], wt: &[f32], row: usize, y: &mut [f32]) {
+    depthwise_row_generic(g, xs, wt, row, y)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn depthwise_row_avx2(g: &Conv2dGeometry, xs: &[f32], wt: &[f32], row: usize, y: &mut [f32]) {
+    depthwise_row_generic(g, xs, wt, row, y)
+}
+
+#[inline(always)]
+fn depthwise_row_generic(g: &Conv2dGeometry, xs: &[f32], wt: &[f32], row: usize, y: &mut [f32]) {
     let c = g.c_out;
     let (b, oh) = (row / g.oh, row % g.oh);
     for kh in 0..g.kh {
@@ -247,47 +279,11 @@ fn depthwise_row(g: &Conv2dGeometry, xs: &[f32], wt: &[f32], row: usize, y: &mut
                     continue;
                 }
                 let src = &xs[((b * g.h + ih as usize) * g.w + iw as usize) * c..][..c];
-                mul_add_row(&mut y[ow * c..(ow + 1) * c], src, w);
+                let dst = &mut y[ow * c..(ow + 1) * c];
+                dst.iter_mut().zip(src).zip(w).for_each(|((y, x), w)| *y += x * w);
             }
         }
     }
-}
-
-/// `y += x · w` lane-wise (separate multiply and add, no fused multiply-add, so every copy gives the same bits; an
-/// AVX-512 or AVX2 copy where the CPU has it).
-#[inline]
-fn mul_add_row(y: &mut [f32], x: &[f32], w: &[f32]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU supports AVX-512F (checked just above).
-            unsafe { mul_add_row_avx512(y, x, w) };
-            return;
-        }
-        if std::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2 (checked just above).
-            unsafe { mul_add_row_avx2(y, x, w) };
-            return;
-        }
-    }
-    mul_add_row_generic(y, x, w)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn mul_add_row_avx512(y: &mut [f32], x: &[f32], w: &[f32]) {
-    mul_add_row_generic(y, x, w)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn mul_add_row_avx2(y: &mut [f32], x: &[f32], w: &[f32]) {
-    mul_add_row_generic(y, x, w)
-}
-
-#[inline(always)]
-fn mul_add_row_generic(y: &mut [f32], x: &[f32], w: &[f32]) {
-    y.iter_mut().zip(x).zip(w).for_each(|((y, x), w)| *y += x * w);
 }
 
 /// Bias and activation on `[rows, co]` output rows (an AVX-512 or AVX2 copy of the same arithmetic where the CPU has

@@ -13,7 +13,7 @@ use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::{BatchNorm, BatchNormConfig, PaddingConfig2d};
 use burn::prelude::*;
 use kernels_cubecl::conv::{conv2d_nhwc, row_stages, weight_to_ohwi, Activation, Conv2dSpec};
-/// The convolutions' arithmetic ([`set_conv_math`]).
+/// The convolutions' arithmetic ([`set_conv_math`]) and the opt-in tensor-core gradient kernels.
 pub use kernels_cubecl::conv::{set_tensor_core_gradients, ConvMath};
 
 use kernels_cubecl::norm::{batch_norm_apply, batch_norm_train, BatchNormSpec};
